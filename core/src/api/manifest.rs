@@ -1,0 +1,167 @@
+//! Manifest parsing: YAML or JSON text, one or many documents, into objects.
+//!
+//! Decoding is strict, like `kubectl apply` with its default
+//! `--validate=strict`: an unknown field is an error that names it, and a
+//! value of the wrong type names the field it was found in.
+
+use super::service::Service;
+use super::service_cidr::ServiceCidr;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// One object from a manifest, by kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Object {
+    /// A `v1/Service`.
+    Service(Box<Service>),
+    /// A `networking.k8s.io/v1/ServiceCIDR`.
+    ServiceCidr(Box<ServiceCidr>),
+}
+
+impl Object {
+    /// The object's kind, as in `kind:`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Service(_) => "Service",
+            Object::ServiceCidr(_) => "ServiceCIDR",
+        }
+    }
+}
+
+/// Why a manifest could not be read.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("document {document}: {message}")]
+pub struct ManifestError {
+    /// 1-based index of the document in the text.
+    pub document: usize,
+    /// What is wrong, in kubectl's words where it has some.
+    pub message: String,
+}
+
+/// Parses YAML or JSON text holding one or more objects (`---`-separated
+/// documents, or a `kind: List` with `items`). Empty documents are skipped.
+pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
+    let mut objects = Vec::new();
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let document = i + 1;
+        let fail = |message: String| ManifestError { document, message };
+        let value = serde_json::Value::deserialize(doc).map_err(|e| fail(format!("invalid YAML or JSON: {e}")))?;
+        if value.is_null() {
+            continue;
+        }
+        if value.get("kind").and_then(|k| k.as_str()) == Some("List") {
+            let items = value.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default();
+            for item in items {
+                objects.push(decode_object(item).map_err(fail)?);
+            }
+        } else {
+            objects.push(decode_object(value).map_err(fail)?);
+        }
+    }
+    Ok(objects)
+}
+
+/// Decodes one object from its JSON value, dispatching on `apiVersion`/`kind`.
+pub fn decode_object(value: serde_json::Value) -> Result<Object, String> {
+    if !value.is_object() {
+        return Err(format!("expected an object with apiVersion and kind, found {}", short(&value)));
+    }
+    let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string();
+    let version = value.get("apiVersion").and_then(|k| k.as_str()).unwrap_or_default().to_string();
+    if kind.is_empty() {
+        return Err(format!("Object 'Kind' is missing in '{}'", short(&value)));
+    }
+    match (version.as_str(), kind.as_str()) {
+        ("v1", "Service") => strict::<Service>(value, &kind, &version).map(|s| Object::Service(Box::new(s))),
+        ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "ServiceCIDR") => {
+            strict::<ServiceCidr>(value, &kind, &version).map(|s| Object::ServiceCidr(Box::new(s)))
+        }
+        _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
+    }
+}
+
+fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &str) -> Result<T, String> {
+    let mut unknown = Vec::new();
+    let mut record = |path: serde_ignored::Path| unknown.push(path.to_string());
+    let ignored = serde_ignored::Deserializer::new(value, &mut record);
+    let decoded: Result<T, _> = serde_path_to_error::deserialize(ignored);
+    let prefix = format!("{kind} in version {version:?} cannot be handled as a {kind}");
+    match decoded {
+        Err(e) => Err(format!("{prefix}: {} (at {})", e.inner(), e.path())),
+        Ok(_) if !unknown.is_empty() => {
+            let names: Vec<String> = unknown.iter().map(|p| format!("unknown field {:?}", go_path(p))).collect();
+            Err(format!("{prefix}: strict decoding error: {}", names.join(", ")))
+        }
+        Ok(t) => Ok(t),
+    }
+}
+
+/// serde_ignored prints list indexes as `.0`; Kubernetes prints `[0]`.
+fn go_path(path: &str) -> String {
+    path.split('.')
+        .map(|seg| if seg.chars().all(|c| c.is_ascii_digit()) { format!("[{seg}]") } else { format!(".{seg}") })
+        .collect::<String>()
+        .trim_start_matches('.')
+        .to_string()
+}
+
+fn short(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 80 {
+        format!("{}...", text.chars().take(80).collect::<String>())
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_document_yaml_and_json() {
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\n---\n{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"b\"}}\n";
+        let objs = parse_manifests(text).unwrap();
+        assert_eq!(objs.len(), 2);
+        match &objs[1] {
+            Object::Service(s) => assert_eq!(s.metadata.name, "b"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn list_items_are_flattened() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: a}}\n- {apiVersion: v1, kind: Service, metadata: {name: b}}\n";
+        assert_eq!(parse_manifests(text).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn unknown_fields_are_named() {
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports:\n  - port: 80\n    targetport: 8080\n";
+        let err = parse_manifests(text).unwrap_err();
+        assert_eq!(err.document, 1);
+        assert_eq!(
+            err.to_string(),
+            "document 1: Service in version \"v1\" cannot be handled as a Service: strict decoding error: unknown field \"spec.ports[0].targetport\""
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let text = "---\napiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports:\n  - port: eighty\n";
+        let err = parse_manifests(text).unwrap_err();
+        assert!(err.message.contains("spec.ports[0].port"), "{err}");
+    }
+
+    #[test]
+    fn unknown_kind_and_missing_kind() {
+        let err = parse_manifests("apiVersion: v1\nkind: Frob\n").unwrap_err();
+        assert_eq!(err.message, "no matches for kind \"Frob\" in version \"v1\"");
+        let err = parse_manifests("apiVersion: v1\nmetadata: {name: a}\n").unwrap_err();
+        assert!(err.message.starts_with("Object 'Kind' is missing in"), "{err}");
+        let err = parse_manifests("a: [1, 2\n").unwrap_err();
+        assert!(err.message.starts_with("invalid YAML or JSON"), "{err}");
+    }
+}

@@ -1,0 +1,63 @@
+//! `metadata`: the part every Kubernetes object shares.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Object metadata: name, namespace, labels, annotations and the fields the
+/// API server fills in. Fields Kubernetes writes that svcnet does not use
+/// (`managedFields`, `ownerReferences`, ...) are accepted and kept opaque so
+/// that `kubectl get -o yaml` output can be applied as it is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    /// The object's name, unique per kind and namespace.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The namespace; empty means `default` for namespaced kinds.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Labels, matched by selectors.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations, such as `svcnet.io/ipvs-scheduler`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Unique id assigned on creation.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Version of the stored object, bumped on every change.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// Set when the object is being deleted (RFC 3339 text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
+    /// Opaque fields written by the API server; accepted and kept, unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<serde_json::Value>,
+    /// Opaque; accepted and kept, unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<serde_json::Value>,
+    /// Opaque; accepted and kept, unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_references: Option<serde_json::Value>,
+    /// Opaque; accepted and kept, unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalizers: Option<serde_json::Value>,
+    /// Opaque; accepted and dropped on output.
+    #[serde(default, skip_serializing)]
+    pub managed_fields: Option<serde_json::Value>,
+    /// Opaque; accepted and kept, unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate_name: Option<serde_json::Value>,
+}
+
+impl ObjectMeta {
+    /// The namespace, with `default` for an empty one.
+    pub fn namespace_or_default(&self) -> &str {
+        if self.namespace.is_empty() {
+            "default"
+        } else {
+            &self.namespace
+        }
+    }
+}

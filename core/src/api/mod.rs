@@ -1,0 +1,15 @@
+//! Kubernetes-shaped objects, as `kubectl` users write them.
+//!
+//! The types serialise to the JSON/YAML Kubernetes uses (camelCase,
+//! `apiVersion`, `kind`, `metadata`, `spec`, `status`). [`manifest`] turns
+//! YAML or JSON text, one or many documents, into [`Object`]s.
+
+pub mod manifest;
+pub mod meta;
+pub mod service;
+pub mod service_cidr;
+
+pub use manifest::{parse_manifests, Object};
+pub use meta::ObjectMeta;
+pub use service::Service;
+pub use service_cidr::ServiceCidr;

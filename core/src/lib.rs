@@ -1,0 +1,29 @@
+//! svcnet-core: the no-I/O service networking core.
+//!
+//! Everything here is a pure function of its inputs: no sockets, files,
+//! clocks, threads or global randomness. Time ([`time::Time`]) and the
+//! allocation seed ([`rng::Rng`]) are inputs, so the same inputs give the
+//! same ClusterIPs natively, in the browser (wasm32) and in tests.
+//!
+//! Modules follow the Kubernetes component that owns the behaviour:
+//!
+//! - [`api`]: Kubernetes-shaped objects (Service, ServiceCIDR, ...) and
+//!   manifest parsing (YAML/JSON, multi-document).
+//! - [`apiserver`]: what kube-apiserver does when Services are created:
+//!   service CIDR validation, ClusterIP and NodePort allocation, admission
+//!   (defaulting and validation), the `kubernetes` Service and repair.
+//! - [`controlplane`]: the state that takes Service create/update/delete and
+//!   ties the allocators together.
+//! - [`dns`]: DNS records per the Kubernetes DNS specification.
+//! - [`scenario`]: runs behaviour vectors (configuration + ordered actions)
+//!   against the control plane; shared by the native and wasm test runners.
+
+pub mod api;
+pub mod apiserver;
+pub mod controlplane;
+pub mod dns;
+pub mod family;
+pub mod field;
+pub mod rng;
+pub mod scenario;
+pub mod time;
