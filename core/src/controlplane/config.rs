@@ -1,0 +1,134 @@
+//! Cluster configuration: the flags kube-apiserver and kubelet would get,
+//! as plain data, and their validation.
+
+use crate::apiserver::node_port::PortRange;
+use crate::apiserver::service_cidr::{parse_service_cluster_ip_range, CidrConstraints};
+use crate::dns::DnsConfig;
+use ipnetwork::IpNetwork;
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
+use thiserror::Error;
+
+/// The cluster's configuration, in the names users know from the flags.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// `--service-cluster-ip-range`: one CIDR, or two of different families
+    /// separated by a comma. Default `10.96.0.0/12` (kubeadm's).
+    pub service_cluster_ip_range: String,
+    /// `--service-node-port-range`. Default `30000-32767`.
+    pub service_node_port_range: String,
+    /// Pod CIDRs; service CIDRs may not overlap them.
+    pub pod_cidrs: Vec<String>,
+    /// Node IPs; service CIDRs may not contain them.
+    pub node_ips: Vec<String>,
+    /// Seed of the allocation generator: same seed, same ClusterIPs.
+    pub seed: u64,
+    /// The cluster DNS zone. Default `cluster.local`.
+    pub cluster_domain: String,
+    /// TTL of DNS records, in seconds. Default 5 (CoreDNS).
+    pub dns_ttl: u32,
+    /// Apiserver advertise addresses (`ip:port`) that hold a lease from time 0.
+    pub apiservers: Vec<String>,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            service_cluster_ip_range: "10.96.0.0/12".into(),
+            service_node_port_range: "30000-32767".into(),
+            pod_cidrs: Vec::new(),
+            node_ips: Vec::new(),
+            seed: 0,
+            cluster_domain: "cluster.local".into(),
+            dns_ttl: 5,
+            apiservers: Vec::new(),
+        }
+    }
+}
+
+/// A configuration problem, naming the setting and the bad value.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A pod CIDR is not a CIDR.
+    #[error("podCidrs[{index}] {value:?}: not a valid CIDR (e.g. 10.244.0.0/16)")]
+    PodCidr {
+        /// Position in the list.
+        index: usize,
+        /// The text given.
+        value: String,
+    },
+    /// A node IP is not an IP address.
+    #[error("nodeIps[{index}] {value:?}: not a valid IP address (e.g. 192.168.0.10)")]
+    NodeIp {
+        /// Position in the list.
+        index: usize,
+        /// The text given.
+        value: String,
+    },
+    /// An apiserver endpoint is not `ip:port`.
+    #[error("apiservers[{index}] {value:?}: not a valid ip:port (e.g. 192.168.0.10:6443 or [fd00::10]:6443)")]
+    Apiserver {
+        /// Position in the list.
+        index: usize,
+        /// The text given.
+        value: String,
+    },
+    /// The service CIDRs are invalid.
+    #[error("{0}")]
+    ServiceCidr(String),
+    /// The NodePort range is invalid.
+    #[error("{0}")]
+    NodePortRange(String),
+    /// The DNS zone is not a valid domain.
+    #[error("clusterDomain {0:?}: must be a DNS domain such as cluster.local")]
+    ClusterDomain(String),
+}
+
+/// A configuration that passed validation, with its values parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidatedConfig {
+    /// The configuration as given.
+    pub raw: ClusterConfig,
+    /// The service CIDRs, primary first.
+    pub service_cidrs: Vec<IpNetwork>,
+    /// The NodePort range.
+    pub node_ports: PortRange,
+    /// Pod CIDRs and node IPs that service CIDRs must stay clear of.
+    pub constraints: CidrConstraints,
+    /// Apiserver endpoints holding a lease from time 0.
+    pub apiservers: Vec<SocketAddr>,
+    /// DNS zone and TTL.
+    pub dns: DnsConfig,
+}
+
+impl ClusterConfig {
+    /// Checks every setting and parses it.
+    pub fn validate(&self) -> Result<ValidatedConfig, ConfigError> {
+        let mut constraints = CidrConstraints::default();
+        for (index, value) in self.pod_cidrs.iter().enumerate() {
+            let net = value.trim().parse::<IpNetwork>().map_err(|_| ConfigError::PodCidr { index, value: value.clone() })?;
+            constraints.pod_cidrs.push(net);
+        }
+        for (index, value) in self.node_ips.iter().enumerate() {
+            let ip = value.trim().parse::<IpAddr>().map_err(|_| ConfigError::NodeIp { index, value: value.clone() })?;
+            constraints.node_ips.push(ip);
+        }
+        let mut apiservers = Vec::new();
+        for (index, value) in self.apiservers.iter().enumerate() {
+            let addr = value.trim().parse::<SocketAddr>().map_err(|_| ConfigError::Apiserver { index, value: value.clone() })?;
+            apiservers.push(addr);
+        }
+        let service_cidrs = parse_service_cluster_ip_range(&self.service_cluster_ip_range, &constraints)
+            .map_err(|e| ConfigError::ServiceCidr(e.to_string()))?;
+        let node_ports = PortRange::parse(&self.service_node_port_range).map_err(|e| ConfigError::NodePortRange(e.to_string()))?;
+        let zone = self.cluster_domain.trim_end_matches('.');
+        let zone_ok = !zone.is_empty()
+            && zone.split('.').all(|l| !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+        if !zone_ok {
+            return Err(ConfigError::ClusterDomain(self.cluster_domain.clone()));
+        }
+        let dns = DnsConfig { zone: zone.to_ascii_lowercase(), ttl: self.dns_ttl };
+        Ok(ValidatedConfig { raw: self.clone(), service_cidrs, node_ports, constraints, apiservers, dns })
+    }
+}

@@ -1,0 +1,199 @@
+//! The control plane: the state that takes Kubernetes objects and runs
+//! what kube-apiserver runs on them.
+//!
+//! [`ControlPlane`] owns the Services, the extra ServiceCIDRs, the ClusterIP
+//! and NodePort allocators, the allocation generator, the apiserver leases
+//! and the repair loop's leak counters. It is plain data: every operation is
+//! a method call with its inputs (time included), and the whole state
+//! round-trips through [`ControlPlane::snapshot`] and
+//! [`ControlPlane::restore`].
+
+pub mod apply;
+pub mod config;
+pub mod error;
+pub mod services;
+pub mod snapshot;
+
+pub use apply::{ApplyAction, Applied};
+pub use config::{ClusterConfig, ConfigError, ValidatedConfig};
+pub use error::ApiError;
+pub use snapshot::Snapshot;
+
+use crate::api::{Service, ServiceCidr};
+use crate::apiserver::cluster_ip::ClusterIpAllocator;
+use crate::apiserver::kubernetes_service::{kubernetes_service, ApiserverLeases};
+use crate::apiserver::node_port::NodePortAllocator;
+use crate::apiserver::repair::LeakTracker;
+use crate::dns::{self, DnsRecord};
+use crate::family::IpFamily;
+use crate::rng::Rng;
+use crate::time::Time;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+
+/// `(namespace, name)` of a namespaced object.
+pub type ObjectKey = (String, String);
+
+/// The control plane's whole state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlPlane {
+    config: ValidatedConfig,
+    services: BTreeMap<ObjectKey, Service>,
+    service_cidrs: BTreeMap<String, ServiceCidr>,
+    cluster_ips: ClusterIpAllocator,
+    node_ports: NodePortAllocator,
+    rng: Rng,
+    leases: ApiserverLeases,
+    leaks: LeakTracker,
+    now: Time,
+    next_uid: u64,
+}
+
+impl ControlPlane {
+    /// Starts a cluster: validates the configuration, creates the
+    /// `kubernetes` Service on the first address of the primary range, and
+    /// gives the configured apiservers a lease at time 0.
+    pub fn new(config: ClusterConfig) -> Result<ControlPlane, ConfigError> {
+        let config = config.validate()?;
+        let cluster_ips = ClusterIpAllocator::new(&config.service_cidrs).map_err(|e| ConfigError::ServiceCidr(e.to_string()))?;
+        let node_ports = NodePortAllocator::new(config.node_ports);
+        let mut cp = ControlPlane {
+            rng: Rng::new(config.raw.seed),
+            config,
+            services: BTreeMap::new(),
+            service_cidrs: BTreeMap::new(),
+            cluster_ips,
+            node_ports,
+            leases: ApiserverLeases::default(),
+            leaks: LeakTracker::default(),
+            now: Time::ZERO,
+            next_uid: 1,
+        };
+        for addr in cp.config.apiservers.clone() {
+            cp.leases.heartbeat(addr, Time::ZERO);
+        }
+        cp.ensure_kubernetes_service();
+        Ok(cp)
+    }
+
+    /// The validated configuration.
+    pub fn config(&self) -> &ValidatedConfig {
+        &self.config
+    }
+
+    /// The current time as last given to the control plane.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// All Services, sorted by namespace and name.
+    pub fn services(&self) -> impl Iterator<Item = &Service> {
+        self.services.values()
+    }
+
+    /// One Service.
+    pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
+        self.services.get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// The ServiceCIDR objects added beyond `--service-cluster-ip-range`.
+    pub fn service_cidrs(&self) -> impl Iterator<Item = &ServiceCidr> {
+        self.service_cidrs.values()
+    }
+
+    /// The ClusterIP allocator (for usage reports and the range map).
+    pub fn cluster_ip_allocator(&self) -> &ClusterIpAllocator {
+        &self.cluster_ips
+    }
+
+    /// The NodePort allocator.
+    pub fn node_port_allocator(&self) -> &NodePortAllocator {
+        &self.node_ports
+    }
+
+    /// The families the cluster has service CIDRs for, primary first.
+    pub fn families(&self) -> Vec<IpFamily> {
+        let mut fams: Vec<IpFamily> = Vec::new();
+        for cidr in &self.config.service_cidrs {
+            let fam = IpFamily::of(cidr.ip());
+            if !fams.contains(&fam) {
+                fams.push(fam);
+            }
+        }
+        fams
+    }
+
+    /// The `kubernetes` Service's address: the first address of the primary
+    /// service CIDR.
+    pub fn kubernetes_ip(&self) -> IpAddr {
+        let primary = self.config.service_cidrs[0];
+        crate::apiserver::cluster_ip::first_address(primary)
+    }
+
+    /// Moves time forward to `now` (never backwards) and lets time-driven
+    /// state catch up: expired apiserver leases are dropped.
+    pub fn advance_to(&mut self, now: Time) {
+        self.now = self.now.max(now);
+        self.leases.reconcile(self.now);
+    }
+
+    /// Records an apiserver lease heartbeat at `now`.
+    pub fn heartbeat(&mut self, addr: SocketAddr, now: Time) {
+        self.advance_to(now);
+        self.leases.heartbeat(addr, self.now);
+        self.refresh_kubernetes_target_port();
+    }
+
+    /// The apiserver leases and the `kubernetes` endpoints derived from them.
+    pub fn apiserver_leases(&self) -> &ApiserverLeases {
+        &self.leases
+    }
+
+    /// DNS records of every Service, per the Kubernetes DNS specification.
+    pub fn dns_records(&self) -> Vec<DnsRecord> {
+        let services: Vec<Service> = self.services.values().cloned().collect();
+        dns::service_records(&services, &self.config.dns)
+    }
+
+    /// The DNS records as zone-file text.
+    pub fn dns_zone(&self) -> String {
+        dns::zone_text(&self.dns_records())
+    }
+
+    fn ensure_kubernetes_service(&mut self) {
+        let key = ("default".to_string(), "kubernetes".to_string());
+        if self.services.contains_key(&key) {
+            return;
+        }
+        let ip = self.kubernetes_ip();
+        // The first address is reserved for `kubernetes` from the start and
+        // never released, so this only fails if it is already held, which
+        // is the state we want.
+        let _ = self.cluster_ips.allocate(ip);
+        let mut svc = kubernetes_service(ip, self.leases.target_port());
+        self.stamp(&mut svc);
+        self.services.insert(key, svc);
+    }
+
+    fn refresh_kubernetes_target_port(&mut self) {
+        let port = self.leases.target_port();
+        if let Some(svc) = self.services.get_mut(&("default".to_string(), "kubernetes".to_string())) {
+            if let Some(p) = svc.spec.ports.first_mut() {
+                p.target_port = Some(crate::api::service::IntOrString::Int(i64::from(port)));
+            }
+        }
+    }
+
+    /// Gives a new object its uid and resourceVersion.
+    fn stamp(&mut self, svc: &mut Service) {
+        svc.metadata.uid = format!("00000000-0000-4000-8000-{:012x}", self.next_uid);
+        svc.metadata.resource_version = self.next_uid.to_string();
+        self.next_uid += 1;
+    }
+
+    /// Bumps the resourceVersion of an updated object.
+    fn bump(&mut self, svc: &mut Service) {
+        svc.metadata.resource_version = self.next_uid.to_string();
+        self.next_uid += 1;
+    }
+}

@@ -1,0 +1,126 @@
+//! Snapshots of the whole control plane, and the repair run over it.
+//!
+//! A [`Snapshot`] is plain serde data (what the agent writes to its
+//! `--state-file`); restoring it gives back an identical [`ControlPlane`].
+//! Restoring onto a configuration with other service CIDRs or another
+//! NodePort range fails with Kubernetes' "the provided range does not match
+//! the current range".
+
+use super::{ClusterConfig, ConfigError, ControlPlane};
+use crate::api::{Service, ServiceCidr};
+use crate::apiserver::cluster_ip::{ClusterIpAllocator, ClusterIpSnapshot};
+use crate::apiserver::kubernetes_service::ApiserverLeases;
+use crate::apiserver::node_port::{NodePortAllocator, NodePortSnapshot};
+use crate::apiserver::repair::{repair_cluster_ips, LeakTracker, RepairEvent};
+use crate::rng::Rng;
+use crate::time::Time;
+use ipnetwork::IpNetwork;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The control plane's state as data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The configuration the state was made with.
+    pub config: ClusterConfig,
+    /// Every Service, `kubernetes` included.
+    pub services: Vec<Service>,
+    /// ServiceCIDR objects beyond the configured range.
+    #[serde(default)]
+    pub service_cidrs: Vec<ServiceCidr>,
+    /// The ClusterIP allocation state.
+    pub cluster_ips: ClusterIpSnapshot,
+    /// The NodePort allocation state.
+    pub node_ports: NodePortSnapshot,
+    /// The allocation generator, so allocations continue identically.
+    pub rng: Rng,
+    /// Apiserver leases.
+    #[serde(default)]
+    pub leases: ApiserverLeases,
+    /// Repair leak counters.
+    #[serde(default)]
+    pub leaks: LeakTracker,
+    /// The last time the control plane was given.
+    #[serde(default)]
+    pub now: Time,
+    /// The next object uid / resourceVersion.
+    #[serde(default = "one")]
+    pub next_uid: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Why a snapshot could not be restored.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum RestoreError {
+    /// The configuration itself is invalid.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// The snapshot's ranges differ from the configuration's.
+    #[error("{0}")]
+    Range(String),
+}
+
+impl ControlPlane {
+    /// The whole state as data.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            config: self.config.raw.clone(),
+            services: self.services.values().cloned().collect(),
+            service_cidrs: self.service_cidrs.values().cloned().collect(),
+            cluster_ips: self.cluster_ips.snapshot(),
+            node_ports: self.node_ports.snapshot(),
+            rng: self.rng.clone(),
+            leases: self.leases.clone(),
+            leaks: self.leaks.clone(),
+            now: self.now,
+            next_uid: self.next_uid,
+        }
+    }
+
+    /// Rebuilds a control plane from a snapshot, with the snapshot's own
+    /// configuration.
+    pub fn restore(snapshot: Snapshot) -> Result<ControlPlane, RestoreError> {
+        let config = snapshot.config.clone();
+        ControlPlane::restore_with_config(config, snapshot)
+    }
+
+    /// Rebuilds a control plane from a snapshot under `config` (as the
+    /// agent does when restarted with its flags). The ranges must match.
+    pub fn restore_with_config(config: ClusterConfig, snapshot: Snapshot) -> Result<ControlPlane, RestoreError> {
+        let mut cp = ControlPlane::new(config)?;
+        let mut cidrs = cp.config.service_cidrs.clone();
+        for obj in &snapshot.service_cidrs {
+            cidrs.extend(obj.spec.cidrs.iter().filter_map(|c| c.parse::<IpNetwork>().ok()));
+        }
+        let mut ips = ClusterIpAllocator::new(&cidrs).map_err(|e| RestoreError::Range(e.to_string()))?;
+        ips.restore(&snapshot.cluster_ips).map_err(|e| RestoreError::Range(e.to_string()))?;
+        let mut ports = NodePortAllocator::new(cp.config.node_ports);
+        ports.restore(&snapshot.node_ports).map_err(|e| RestoreError::Range(e.to_string()))?;
+        cp.cluster_ips = ips;
+        cp.node_ports = ports;
+        cp.services = snapshot.services.into_iter().map(|s| ((s.metadata.namespace_or_default().to_string(), s.metadata.name.clone()), s)).collect();
+        cp.service_cidrs = snapshot.service_cidrs.into_iter().map(|c| (c.metadata.name.clone(), c)).collect();
+        cp.rng = snapshot.rng;
+        cp.leases = snapshot.leases;
+        cp.leaks = snapshot.leaks;
+        cp.now = snapshot.now;
+        cp.next_uid = snapshot.next_uid;
+        cp.ensure_kubernetes_service();
+        Ok(cp)
+    }
+
+    /// Runs one pass of the ClusterIP repair loop: rebuilds the allocation
+    /// state from the Services, keeps the corrected state, and returns what
+    /// was found.
+    pub fn repair(&mut self) -> Vec<RepairEvent> {
+        let services: Vec<&Service> = self.services.values().collect();
+        let outcome = repair_cluster_ips(&self.cluster_ips, &services, &self.leaks);
+        self.cluster_ips = outcome.allocator;
+        self.leaks = outcome.leaks;
+        outcome.events
+    }
+}
