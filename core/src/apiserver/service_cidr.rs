@@ -101,9 +101,7 @@ pub enum CidrError {
     #[error("must not have an IPv4-mapped IPv6 address")]
     Ipv4MappedIpv6,
     /// Fewer than 8 addresses (IPv4 longer than /29, IPv6 longer than /125).
-    #[error(
-        "the service cluster IP range must be at least 8 IP addresses (a /{prefix} holds {size})"
-    )]
+    #[error("the service cluster IP range must be at least 8 IP addresses (a /{prefix} holds {size})")]
     TooSmall {
         /// The prefix length given.
         prefix: u8,
@@ -115,9 +113,7 @@ pub enum CidrError {
     #[error("shortest allowed prefix length for service CIDR is 64")]
     Ipv6PrefixTooShort,
     /// Overlaps the loopback, link-local or multicast range (svcnet only).
-    #[error(
-        "overlaps the {kind} range {range:?} (Kubernetes documents this but does not enforce it)"
-    )]
+    #[error("overlaps the {kind} range {range:?} (Kubernetes documents this but does not enforce it)")]
     ReservedRange {
         /// `loopback`, `link-local` or `multicast`.
         kind: &'static str,
@@ -125,17 +121,13 @@ pub enum CidrError {
         range: &'static str,
     },
     /// Overlaps one of the cluster's pod CIDRs (svcnet only).
-    #[error(
-        "overlaps the pod CIDR \"{pod_cidr}\" (Kubernetes documents this but does not enforce it)"
-    )]
+    #[error("overlaps the pod CIDR \"{pod_cidr}\" (Kubernetes documents this but does not enforce it)")]
     OverlapsPodCidr {
         /// The pod CIDR it overlaps.
         pod_cidr: IpNetwork,
     },
     /// Contains one of the nodes' IPs (svcnet only).
-    #[error(
-        "contains the node IP \"{node_ip}\" (Kubernetes documents this but does not enforce it)"
-    )]
+    #[error("contains the node IP \"{node_ip}\" (Kubernetes documents this but does not enforce it)")]
     ContainsNodeIp {
         /// The node IP inside the range.
         node_ip: IpAddr,
@@ -232,7 +224,9 @@ pub fn parse_cidr(text: &str) -> Result<IpNetwork, CidrError> {
         IpAddr::V6(_) => 128,
     };
     let prefix = parse_prefix_length(prefix_text, max).ok_or_else(|| {
-        invalid(format!("the prefix length {prefix_text:?} is not a number from 0 to {max} without leading zeros"))
+        invalid(format!(
+            "the prefix length {prefix_text:?} is not a number from 0 to {max} without leading zeros"
+        ))
     })?;
     IpNetwork::new(address, prefix).map_err(|e| invalid(e.to_string()))
 }
@@ -251,10 +245,7 @@ fn parse_prefix_length(text: &str, max: u8) -> Option<u8> {
 /// and (svcnet only) clear of loopback, link-local, multicast, the pod CIDRs
 /// and the node IPs in `constraints`. Reports the first problem found, in
 /// that order.
-pub fn validate_service_cidr(
-    cidr: IpNetwork,
-    constraints: &CidrConstraints,
-) -> Result<(), CidrError> {
+pub fn validate_service_cidr(cidr: IpNetwork, constraints: &CidrConstraints) -> Result<(), CidrError> {
     let prefix = cidr.prefix();
     if cidr.ip() != cidr.network() {
         return Err(CidrError::HostBitsSet {
@@ -287,9 +278,7 @@ pub fn validate_service_cidr(
         .iter()
         .find(|pod| overlaps(cidr, pod.network(), pod.prefix()))
     {
-        return Err(CidrError::OverlapsPodCidr {
-            pod_cidr: *pod_cidr,
-        });
+        return Err(CidrError::OverlapsPodCidr { pod_cidr: *pod_cidr });
     }
     if let Some(node_ip) = constraints.node_ips.iter().find(|ip| cidr.contains(**ip)) {
         return Err(CidrError::ContainsNodeIp { node_ip: *node_ip });
@@ -309,10 +298,7 @@ fn overlaps(cidr: IpNetwork, network: IpAddr, prefix: u8) -> bool {
     let shared_bits = u32::from(cidr.prefix().min(prefix));
     // A shift by the full 128 bits (two /0 ranges) would overflow: then no
     // bits are compared and the ranges overlap.
-    (a ^ b)
-        .checked_shr(width - shared_bits.min(width))
-        .unwrap_or(0)
-        == 0
+    (a ^ b).checked_shr(width - shared_bits.min(width)).unwrap_or(0) == 0
 }
 
 #[cfg(test)]
@@ -355,8 +341,7 @@ mod tests {
 
     #[test]
     fn empty_is_rejected() {
-        let expected =
-            Err("--service-cluster-ip-range must contain at least one valid cidr".to_string());
+        let expected = Err("--service-cluster-ip-range must contain at least one valid cidr".to_string());
         assert_eq!(flag(""), expected);
         assert_eq!(flag("  "), expected);
     }
@@ -365,11 +350,9 @@ mod tests {
     fn three_entries_are_rejected() {
         assert_eq!(
             flag("10.96.0.0/12,fd00::/112,10.200.0.0/16"),
-            Err(
-                "--service-cluster-ip-range must not contain more than two entries, \
+            Err("--service-cluster-ip-range must not contain more than two entries, \
                  got 3 in \"10.96.0.0/12,fd00::/112,10.200.0.0/16\""
-                    .to_string()
-            )
+                .to_string())
         );
     }
 
@@ -377,15 +360,19 @@ mod tests {
     fn two_of_the_same_family_are_rejected() {
         assert_eq!(
             flag("10.96.0.0/12,10.200.0.0/16"),
-            Err("--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family, \
+            Err(
+                "--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family, \
                  \"10.96.0.0/12\" and \"10.200.0.0/16\" are both IPv4"
-                .to_string())
+                    .to_string()
+            )
         );
         assert_eq!(
             flag("fd00:1::/112,fd00:2::/112"),
-            Err("--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family, \
+            Err(
+                "--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family, \
                  \"fd00:1::/112\" and \"fd00:2::/112\" are both IPv6"
-                .to_string())
+                    .to_string()
+            )
         );
     }
 
@@ -407,17 +394,11 @@ mod tests {
         );
         assert_eq!(
             validate_service_cidr(net("10.96.0.1/32"), &CidrConstraints::default()),
-            Err(CidrError::TooSmall {
-                prefix: 32,
-                size: 1
-            })
+            Err(CidrError::TooSmall { prefix: 32, size: 1 })
         );
         assert_eq!(
             validate_service_cidr(net("::1/128"), &CidrConstraints::default()),
-            Err(CidrError::TooSmall {
-                prefix: 128,
-                size: 1
-            })
+            Err(CidrError::TooSmall { prefix: 128, size: 1 })
         );
     }
 
@@ -425,8 +406,10 @@ mod tests {
     fn ipv6_shorter_than_64_is_rejected() {
         assert_eq!(
             flag("10.96.0.0/12,fd00::/48"),
-            Err("--service-cluster-ip-range[1] \"fd00::/48\": shortest allowed prefix length for service CIDR is 64"
-                .to_string())
+            Err(
+                "--service-cluster-ip-range[1] \"fd00::/48\": shortest allowed prefix length for service CIDR is 64"
+                    .to_string()
+            )
         );
         assert!(flag("fd00::/64").is_ok());
     }
@@ -435,11 +418,9 @@ mod tests {
     fn bad_syntax_names_the_text_and_shows_an_example() {
         assert_eq!(
             flag("10.96.0.0"),
-            Err(
-                "--service-cluster-ip-range \"10.96.0.0\": must be a valid CIDR value, \
+            Err("--service-cluster-ip-range \"10.96.0.0\": must be a valid CIDR value, \
                  (e.g. 10.9.8.0/24 or 2001:db8::/64): \"10.96.0.0\" has no \"/\" and prefix length"
-                    .to_string()
-            )
+                .to_string())
         );
         assert_eq!(
             flag("10.96.0.x/12"),
@@ -460,11 +441,9 @@ mod tests {
         );
         assert_eq!(
             flag("10.96.0.0/12,"),
-            Err(
-                "--service-cluster-ip-range[1] \"\": must be a valid CIDR value, \
+            Err("--service-cluster-ip-range[1] \"\": must be a valid CIDR value, \
                  (e.g. 10.9.8.0/24 or 2001:db8::/64): \"\" has no \"/\" and prefix length"
-                    .to_string()
-            )
+                .to_string())
         );
     }
 
@@ -478,10 +457,7 @@ mod tests {
             "10.0.0.0/255.0.0.0",
             "10.0.0.0/8/8",
         ] {
-            assert!(
-                matches!(parse_cidr(bad), Err(CidrError::InvalidSyntax { .. })),
-                "{bad}"
-            );
+            assert!(matches!(parse_cidr(bad), Err(CidrError::InvalidSyntax { .. })), "{bad}");
         }
         assert_eq!(parse_cidr("0.0.0.0/0").map(|n| n.prefix()), Ok(0));
     }
@@ -506,8 +482,10 @@ mod tests {
     fn ipv4_mapped_ipv6_is_rejected() {
         assert_eq!(
             flag("::ffff:10.96.0.0/108"),
-            Err("--service-cluster-ip-range \"::ffff:10.96.0.0/108\": must not have an IPv4-mapped IPv6 address"
-                .to_string())
+            Err(
+                "--service-cluster-ip-range \"::ffff:10.96.0.0/108\": must not have an IPv4-mapped IPv6 address"
+                    .to_string()
+            )
         );
     }
 
@@ -519,9 +497,11 @@ mod tests {
         };
         assert_eq!(
             flag_with("10.96.0.0/12", &constraints),
-            Err("--service-cluster-ip-range \"10.96.0.0/12\": overlaps the pod CIDR \"10.96.0.0/16\" \
+            Err(
+                "--service-cluster-ip-range \"10.96.0.0/12\": overlaps the pod CIDR \"10.96.0.0/16\" \
                  (Kubernetes documents this but does not enforce it)"
-                .to_string())
+                    .to_string()
+            )
         );
         // A pod range that contains the service range overlaps too.
         let wide = CidrConstraints {
@@ -545,9 +525,11 @@ mod tests {
         };
         assert_eq!(
             flag_with("10.96.0.0/12,fd00:10:96::/112", &constraints),
-            Err("--service-cluster-ip-range[1] \"fd00:10:96::/112\": overlaps the pod CIDR \"fd00:10:96::/56\" \
+            Err(
+                "--service-cluster-ip-range[1] \"fd00:10:96::/112\": overlaps the pod CIDR \"fd00:10:96::/56\" \
                  (Kubernetes documents this but does not enforce it)"
-                .to_string())
+                    .to_string()
+            )
         );
     }
 
