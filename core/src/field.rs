@@ -145,7 +145,11 @@ impl FieldError {
     }
 
     fn make(path: &FieldPath, kind: FieldErrorKind, detail: &str) -> FieldError {
-        FieldError { path: path.clone(), kind, detail: detail.to_string() }
+        FieldError {
+            path: path.clone(),
+            kind,
+            detail: detail.to_string(),
+        }
     }
 }
 
@@ -188,9 +192,15 @@ mod tests {
     fn formats_like_kube_apiserver() {
         let p = FieldPath::new("spec").child("ports").index(1).child("port");
         let e = FieldError::invalid(&p, 0i64, "must be between 1 and 65535, inclusive");
-        assert_eq!(e.to_string(), "spec.ports[1].port: Invalid value: 0: must be between 1 and 65535, inclusive");
+        assert_eq!(
+            e.to_string(),
+            "spec.ports[1].port: Invalid value: 0: must be between 1 and 65535, inclusive"
+        );
         let e = FieldError::unsupported(&FieldPath::new("spec").child("type"), "Foo", &["ClusterIP", "NodePort"]);
-        assert_eq!(e.to_string(), "spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"NodePort\"");
+        assert_eq!(
+            e.to_string(),
+            "spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \"NodePort\""
+        );
         let e = FieldError::required(&FieldPath::new("spec").child("ports"), "");
         assert_eq!(e.to_string(), "spec.ports: Required value");
         let v = BadValue::StrList(vec!["10.0.0.1".into()]);

@@ -13,7 +13,8 @@
 //! Rules that do not fix a single value are written with matchers, objects
 //! with one `$` key:
 //! - `{$set: [a, b]}`: a list with these items in any order;
-//! - `{$inRange: [lo, hi]}`: an IP address (or number) between lo and hi;
+//! - `{$inRange: [lo, hi]}`: an IP address or a number (or a number in a
+//!   string) between lo and hi;
 //! - `{$each: m}`: a list whose every item matches `m`;
 //! - `{$len: n}`: a list of n items;
 //! - `{$contains: "text"}`: a string containing the text.
@@ -193,7 +194,11 @@ impl VectorReport {
     pub fn all_failures(&self) -> Vec<String> {
         let mut out = self.failures.clone();
         for s in &self.steps {
-            out.extend(s.failures.iter().map(|f| format!("step {} ({}): {f}", s.step, s.action)));
+            out.extend(
+                s.failures
+                    .iter()
+                    .map(|f| format!("step {} ({}): {f}", s.step, s.action)),
+            );
         }
         out
     }
@@ -207,16 +212,25 @@ pub fn run_vector_text(text: &str) -> Result<VectorReport, String> {
 
 /// Runs a vector against a fresh control plane.
 pub fn run_vector(vector: &Vector) -> VectorReport {
-    let mut report = VectorReport { description: vector.description.clone(), failures: Vec::new(), steps: Vec::new() };
+    let mut report = VectorReport {
+        description: vector.description.clone(),
+        failures: Vec::new(),
+        steps: Vec::new(),
+    };
     let mut cp = match (ControlPlane::new(vector.config.clone()), &vector.expect_config_error) {
         (Ok(cp), None) => cp,
         (Ok(_), Some(want)) => {
-            report.failures.push(format!("expected configuration error {want:?}, but the cluster started"));
+            report.failures.push(format!(
+                "expected configuration error {want:?}, but the cluster started"
+            ));
             return report;
         }
         (Err(e), Some(want)) => {
             if &e.to_string() != want {
-                report.failures.push(format!("configuration error: expected {want:?}, got {:?}", e.to_string()));
+                report.failures.push(format!(
+                    "configuration error: expected {want:?}, got {:?}",
+                    e.to_string()
+                ));
             }
             return report;
         }
@@ -245,7 +259,13 @@ pub fn run_vector(vector: &Vector) -> VectorReport {
                 None => failures.push("expected output, got none".to_string()),
             }
         }
-        report.steps.push(StepReport { step: i + 1, action: name.to_string(), output, error, failures });
+        report.steps.push(StepReport {
+            step: i + 1,
+            action: name.to_string(),
+            output,
+            error,
+            failures,
+        });
     }
     report
 }
@@ -259,7 +279,13 @@ fn to_value<T: Serialize>(t: &T) -> Value {
 }
 
 fn endpoints(cp: &ControlPlane) -> Value {
-    to_value(&cp.apiserver_leases().endpoints().iter().map(ToString::to_string).collect::<Vec<_>>())
+    to_value(
+        &cp.apiserver_leases()
+            .endpoints()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) -> (&'static str, StepResult) {
@@ -277,7 +303,11 @@ fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) 
         }
         Action::Apply(text) => ("apply", apply(cp, text)),
         Action::Delete(r) => {
-            let res = cp.delete(&r.kind, r.namespace.as_deref().unwrap_or("default"), r.name.as_deref().unwrap_or_default());
+            let res = cp.delete(
+                &r.kind,
+                r.namespace.as_deref().unwrap_or("default"),
+                r.name.as_deref().unwrap_or_default(),
+            );
             ("delete", res.map(|o| to_value(&o)).map_err(|e| (None, e.to_string())))
         }
         Action::Get(r) => ("get", get(cp, r)),
@@ -339,7 +369,11 @@ fn get(cp: &ControlPlane, r: &ObjectRef) -> StepResult {
             .service(ns, name)
             .map(to_value)
             .ok_or_else(|| (None, format!("services {name:?} not found"))),
-        ("service" | "services" | "svc", None) => Ok(to_value(&cp.services().filter(|s| s.metadata.namespace_or_default() == ns).collect::<Vec<_>>())),
+        ("service" | "services" | "svc", None) => Ok(to_value(
+            &cp.services()
+                .filter(|s| s.metadata.namespace_or_default() == ns)
+                .collect::<Vec<_>>(),
+        )),
         ("servicecidr" | "servicecidrs", _) => Ok(to_value(&cp.service_cidrs().collect::<Vec<_>>())),
         ("endpoints", _) => Ok(endpoints(cp)),
         (other, _) => Err((None, format!("the server doesn't have a resource type {other:?}"))),
@@ -351,7 +385,10 @@ fn create_services(cp: &mut ControlPlane, c: &CreateServices) -> StepResult {
     for i in 0..c.count {
         let mut svc = crate::api::Service::default();
         svc.metadata.name = format!("{}-{i}", c.prefix);
-        svc.spec.ports.push(crate::api::service::ServicePort { port: 80, ..Default::default() });
+        svc.spec.ports.push(crate::api::service::ServicePort {
+            port: 80,
+            ..Default::default()
+        });
         match cp.apply_service(svc) {
             Ok(s) => ips.push(Value::String(s.spec.cluster_ip)),
             Err(e) => return Err((Some(Value::Array(ips)), e.to_string())),
@@ -364,7 +401,12 @@ fn restore(cp: &mut ControlPlane, kept: &Option<Snapshot>, r: &Restore) -> StepR
     let snap = match (&r.snapshot, kept) {
         (Some(s), _) => (**s).clone(),
         (None, Some(s)) => s.clone(),
-        (None, None) => return Err((None, "no snapshot to restore: take one with a snapshot step first".into())),
+        (None, None) => {
+            return Err((
+                None,
+                "no snapshot to restore: take one with a snapshot step first".into(),
+            ))
+        }
     };
     let restored = match &r.config {
         Some(config) => ControlPlane::restore_with_config(config.clone(), snap.clone()),
@@ -435,13 +477,18 @@ fn apply_matcher(name: &str, arg: &Value, got: &Value, path: &str, failures: &mu
             }
         }
         "$inRange" => {
-            let bounds = arg.as_array().filter(|a| a.len() == 2).ok_or("$inRange needs [lo, hi]")?;
+            let bounds = arg
+                .as_array()
+                .filter(|a| a.len() == 2)
+                .ok_or("$inRange needs [lo, hi]")?;
             let key = |v: &Value| -> Option<u128> {
                 match v {
                     Value::Number(n) => n.as_u64().map(u128::from),
-                    Value::String(s) => s.parse::<std::net::IpAddr>().ok().map(|ip| match ip {
-                        std::net::IpAddr::V4(a) => u128::from(u32::from(a)),
-                        std::net::IpAddr::V6(a) => u128::from(a),
+                    Value::String(s) => s.parse::<u128>().ok().or_else(|| {
+                        s.parse::<std::net::IpAddr>().ok().map(|ip| match ip {
+                            std::net::IpAddr::V4(a) => u128::from(u32::from(a)),
+                            std::net::IpAddr::V6(a) => u128::from(a),
+                        })
                     }),
                     _ => None,
                 }
@@ -459,7 +506,10 @@ fn apply_matcher(name: &str, arg: &Value, got: &Value, path: &str, failures: &mu
             }
         }
         "$len" => {
-            let n = got.as_array().map(Vec::len).ok_or_else(|| format!("$len needs a list, got {got}"))?;
+            let n = got
+                .as_array()
+                .map(Vec::len)
+                .ok_or_else(|| format!("$len needs a list, got {got}"))?;
             if Some(n as u64) != arg.as_u64() {
                 return Err(format!("expected {arg} items, got {n}: {got}"));
             }
@@ -491,8 +541,14 @@ mod tests {
     #[test]
     fn partial_objects_and_absent_keys() {
         assert!(check(json!({"a": 1}), json!({"a": 1, "b": 2})).is_empty());
-        assert_eq!(check(json!({"a": 2}), json!({"a": 1})), vec!["output.a: expected 2, got 1"]);
-        assert_eq!(check(json!({"b": null}), json!({"b": 2})), vec!["output.b: expected absent, got 2"]);
+        assert_eq!(
+            check(json!({"a": 2}), json!({"a": 1})),
+            vec!["output.a: expected 2, got 1"]
+        );
+        assert_eq!(
+            check(json!({"b": null}), json!({"b": 2})),
+            vec!["output.b: expected absent, got 2"]
+        );
         assert_eq!(check(json!([1]), json!([1, 2])).len(), 1);
     }
 
@@ -501,11 +557,17 @@ mod tests {
         assert!(check(json!({"$set": ["b", "a"]}), json!(["a", "b"])).is_empty());
         assert_eq!(check(json!({"$set": ["a"]}), json!(["a", "a"])).len(), 1);
         assert!(check(json!({"$inRange": ["10.96.0.17", "10.96.0.254"]}), json!("10.96.0.17")).is_empty());
-        assert_eq!(check(json!({"$inRange": ["10.96.0.17", "10.96.0.254"]}), json!("10.96.0.16")).len(), 1);
+        assert_eq!(
+            check(json!({"$inRange": ["10.96.0.17", "10.96.0.254"]}), json!("10.96.0.16")).len(),
+            1
+        );
         assert!(check(json!({"$each": {"$inRange": [1, 3]}}), json!([1, 2, 3])).is_empty());
         assert_eq!(check(json!({"$each": {"$inRange": [1, 3]}}), json!([1, 4])).len(), 1);
         assert_eq!(check(json!({"$len": 2}), json!([1])).len(), 1);
         assert!(check(json!({"$contains": "IN A"}), json!("x IN A 1")).is_empty());
-        assert_eq!(check(json!({"$nope": 1}), json!(1)), vec!["output: unknown matcher $nope"]);
+        assert_eq!(
+            check(json!({"$nope": 1}), json!(1)),
+            vec!["output: unknown matcher $nope"]
+        );
     }
 }

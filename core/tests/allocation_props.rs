@@ -13,9 +13,7 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use svcnet_core::apiserver::cluster_ip::{AllocationError, ClusterIpAllocator, ClusterIpSnapshot};
-use svcnet_core::apiserver::node_port::{
-    NodePortAllocator, NodePortError, NodePortSnapshot, PortRange,
-};
+use svcnet_core::apiserver::node_port::{NodePortAllocator, NodePortError, NodePortSnapshot, PortRange};
 use svcnet_core::family::IpFamily;
 use svcnet_core::rng::Rng;
 
@@ -104,10 +102,7 @@ fn cluster_ip_round_trip(allocator: &ClusterIpAllocator) -> ClusterIpAllocator {
 }
 
 fn check_cluster_ip(setup: &[&str], seed: u64, ops: &[Op]) {
-    let cidrs: Vec<IpNetwork> = setup
-        .iter()
-        .map(|c| c.parse().expect("valid CIDR"))
-        .collect();
+    let cidrs: Vec<IpNetwork> = setup.iter().map(|c| c.parse().expect("valid CIDR")).collect();
     let mut allocator = ClusterIpAllocator::new(cidrs.clone()).expect("valid setup");
     let families = allocator.families();
     let mut rng = Rng::new(seed);
@@ -133,14 +128,8 @@ fn check_cluster_ip(setup: &[&str], seed: u64, ops: &[Op]) {
                 match allocator.allocate_next(family, &mut rng) {
                     Ok(ip) => {
                         assert_eq!(IpFamily::of(ip), family);
-                        assert!(
-                            cidrs.iter().any(|c| usable_in(*c, ip)),
-                            "{ip} is not a usable address"
-                        );
-                        assert!(
-                            !protected.contains(&ip),
-                            "first address {ip} handed out again"
-                        );
+                        assert!(cidrs.iter().any(|c| usable_in(*c, ip)), "{ip} is not a usable address");
+                        assert!(!protected.contains(&ip), "first address {ip} handed out again");
                         assert!(model.insert(ip), "{ip} handed out twice");
                     }
                     Err(AllocationError::Full) => {
@@ -149,10 +138,7 @@ fn check_cluster_ip(setup: &[&str], seed: u64, ops: &[Op]) {
                             .filter(|c| IpFamily::of(c.network()) == family)
                             .map(|c| usable_count(*c))
                             .sum();
-                        let used = model
-                            .iter()
-                            .filter(|ip| IpFamily::of(**ip) == family)
-                            .count();
+                        let used = model.iter().filter(|ip| IpFamily::of(**ip) == family).count();
                         assert_eq!(used as u128, total, "full before every address was used");
                     }
                     Err(other) => panic!("unexpected error {other}"),
@@ -161,10 +147,7 @@ fn check_cluster_ip(setup: &[&str], seed: u64, ops: &[Op]) {
             Op::Allocate(n, offset) => {
                 let cidr = cidrs[usize::from(n) % cidrs.len()];
                 let family = IpFamily::of(cidr.network());
-                let ip = from_u128(
-                    family,
-                    to_u128(cidr.network()) + u128::from(offset) % addresses(cidr),
-                );
+                let ip = from_u128(family, to_u128(cidr.network()) + u128::from(offset) % addresses(cidr));
                 let result = allocator.allocate(ip);
                 if !usable_in(cidr, ip) {
                     assert!(
@@ -184,12 +167,7 @@ fn check_cluster_ip(setup: &[&str], seed: u64, ops: &[Op]) {
                 if families.contains(&IpFamily::IPv4) {
                     assert!(matches!(result, Err(AllocationError::NotInRange { .. })));
                 } else {
-                    assert_eq!(
-                        result,
-                        Err(AllocationError::NoServiceCidr {
-                            family: IpFamily::IPv4
-                        })
-                    );
+                    assert_eq!(result, Err(AllocationError::NoServiceCidr { family: IpFamily::IPv4 }));
                 }
             }
             Op::Release(n) => {
@@ -232,13 +210,7 @@ fn check_cluster_ip(setup: &[&str], seed: u64, ops: &[Op]) {
 
 /// Port ranges: no split (16 ports), 17 ports, a few bands' worth, the
 /// default range's start.
-const PORT_RANGES: &[&str] = &[
-    "30000-30015",
-    "30000-30016",
-    "30000-30099",
-    "1+40",
-    "32000-32767",
-];
+const PORT_RANGES: &[&str] = &["30000-30015", "30000-30016", "30000-30099", "1+40", "32000-32767"];
 
 fn node_port_round_trip(allocator: &NodePortAllocator) -> NodePortAllocator {
     let snapshot = allocator.snapshot();

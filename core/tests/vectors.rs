@@ -22,7 +22,12 @@ fn every_vector_passes() {
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     files.sort();
-    assert!(files.len() >= 10, "expected the vector suite in {}, found {} files", dir.display(), files.len());
+    assert!(
+        files.len() >= 10,
+        "expected the vector suite in {}, found {} files",
+        dir.display(),
+        files.len()
+    );
     let mut failed = Vec::new();
     let mut steps = 0;
     for file in &files {

@@ -52,7 +52,11 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
             continue;
         }
         if value.get("kind").and_then(|k| k.as_str()) == Some("List") {
-            let items = value.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default();
+            let items = value
+                .get("items")
+                .and_then(|i| i.as_array())
+                .cloned()
+                .unwrap_or_default();
             for item in items {
                 objects.push(decode_object(item).map_err(fail)?);
             }
@@ -66,10 +70,21 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
 /// Decodes one object from its JSON value, dispatching on `apiVersion`/`kind`.
 pub fn decode_object(value: serde_json::Value) -> Result<Object, String> {
     if !value.is_object() {
-        return Err(format!("expected an object with apiVersion and kind, found {}", short(&value)));
+        return Err(format!(
+            "expected an object with apiVersion and kind, found {}",
+            short(&value)
+        ));
     }
-    let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string();
-    let version = value.get("apiVersion").and_then(|k| k.as_str()).unwrap_or_default().to_string();
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let version = value
+        .get("apiVersion")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default()
+        .to_string();
     if kind.is_empty() {
         return Err(format!("Object 'Kind' is missing in '{}'", short(&value)));
     }
@@ -91,7 +106,10 @@ fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &s
     match decoded {
         Err(e) => Err(format!("{prefix}: {} (at {})", e.inner(), e.path())),
         Ok(_) if !unknown.is_empty() => {
-            let names: Vec<String> = unknown.iter().map(|p| format!("unknown field {:?}", go_path(p))).collect();
+            let names: Vec<String> = unknown
+                .iter()
+                .map(|p| format!("unknown field {:?}", go_path(p)))
+                .collect();
             Err(format!("{prefix}: strict decoding error: {}", names.join(", ")))
         }
         Ok(t) => Ok(t),
@@ -101,7 +119,13 @@ fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &s
 /// serde_ignored prints list indexes as `.0`; Kubernetes prints `[0]`.
 fn go_path(path: &str) -> String {
     path.split('.')
-        .map(|seg| if seg.chars().all(|c| c.is_ascii_digit()) { format!("[{seg}]") } else { format!(".{seg}") })
+        .map(|seg| {
+            if seg.chars().all(|c| c.is_ascii_digit()) {
+                format!("[{seg}]")
+            } else {
+                format!(".{seg}")
+            }
+        })
         .collect::<String>()
         .trim_start_matches('.')
         .to_string()
@@ -139,7 +163,8 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_named() {
-        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports:\n  - port: 80\n    targetport: 8080\n";
+        let text =
+            "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports:\n  - port: 80\n    targetport: 8080\n";
         let err = parse_manifests(text).unwrap_err();
         assert_eq!(err.document, 1);
         assert_eq!(

@@ -236,7 +236,6 @@ impl Service {
     /// True when a `healthCheckNodePort` is allocated: LoadBalancer with
     /// `externalTrafficPolicy: Local`.
     pub fn needs_health_check_node_port(&self) -> bool {
-        self.service_type() == types::LOAD_BALANCER
-            && self.spec.external_traffic_policy.as_deref() == Some("Local")
+        self.service_type() == types::LOAD_BALANCER && self.spec.external_traffic_policy.as_deref() == Some("Local")
     }
 }

@@ -196,8 +196,7 @@ impl CidrRange {
                 .trim()
                 .parse()
                 .map_err(|_| invalid("is not an IP address or an IP range"))?;
-            self.offset_of(ip)
-                .ok_or_else(|| invalid("is not inside the range"))
+            self.offset_of(ip).ok_or_else(|| invalid("is not inside the range"))
         };
         let (first, last) = (parse(first)?, parse(last)?);
         if first > last {
@@ -249,9 +248,7 @@ pub struct ClusterIpAllocator {
 impl ClusterIpAllocator {
     /// An allocator over `cidrs` (possibly none), in this order. Fails like
     /// [`ClusterIpAllocator::add_cidr`].
-    pub fn new(
-        cidrs: impl IntoIterator<Item = IpNetwork>,
-    ) -> Result<ClusterIpAllocator, AllocationError> {
+    pub fn new(cidrs: impl IntoIterator<Item = IpNetwork>) -> Result<ClusterIpAllocator, AllocationError> {
         let mut allocator = ClusterIpAllocator::default();
         for cidr in cidrs {
             allocator.add_cidr(cidr)?;
@@ -319,11 +316,7 @@ impl ClusterIpAllocator {
     /// Allocates a random free IP of `family`: from the first of the family's
     /// CIDRs with free space, dynamic band first (see
     /// [`BandedRange::allocate_next`]).
-    pub fn allocate_next(
-        &mut self,
-        family: IpFamily,
-        rng: &mut Rng,
-    ) -> Result<IpAddr, AllocationError> {
+    pub fn allocate_next(&mut self, family: IpFamily, rng: &mut Rng) -> Result<IpAddr, AllocationError> {
         self.check_family(family)?;
         for range in self.ranges.iter_mut().filter(|r| r.family() == family) {
             if let Some(offset) = range.range.allocate_next(rng) {
@@ -379,8 +372,7 @@ impl ClusterIpAllocator {
                 .iter()
                 .find(|s| {
                     s.range.parse::<IpNetwork>().is_ok_and(|cidr| {
-                        cidr.prefix() == range.cidr.prefix()
-                            && cidr.network() == range.cidr.network()
+                        cidr.prefix() == range.cidr.prefix() && cidr.network() == range.cidr.network()
                     })
                 })
                 .ok_or(AllocationError::RangeMismatch)?;
@@ -392,10 +384,7 @@ impl ClusterIpAllocator {
             range.range.restore_runs(runs).map_err(|err| {
                 let reason = match err {
                     RangeError::OverlappingRuns { first, last } => {
-                        format!(
-                            "\"{}\" overlaps another entry",
-                            range.format_run(first..=last)
-                        )
+                        format!("\"{}\" overlaps another entry", range.format_run(first..=last))
                     }
                     other => other.to_string(),
                 };
@@ -407,6 +396,43 @@ impl ClusterIpAllocator {
         }
         self.ranges = restored;
         Ok(())
+    }
+
+    /// The same CIDRs with nothing allocated (what the repair loop rebuilds into).
+    pub fn emptied(&self) -> ClusterIpAllocator {
+        ClusterIpAllocator {
+            ranges: self
+                .ranges
+                .iter()
+                .map(|r| CidrRange {
+                    cidr: r.cidr,
+                    range: BandedRange::new(r.range.size(), r.range.static_len()),
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether `ip` is a usable address of a configured CIDR.
+    pub fn in_range(&self, ip: IpAddr) -> bool {
+        self.ranges.iter().any(|r| r.offset_of(ip).is_some())
+    }
+
+    /// Every allocated address, CIDR by CIDR in increasing order.
+    pub fn allocated(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.ranges.iter().flat_map(|r| {
+            r.range
+                .runs()
+                .flat_map(move |run| run.map(move |offset| r.address_at(offset)))
+        })
+    }
+
+    /// Removes a CIDR (a deleted ServiceCIDR) with whatever is allocated in
+    /// it; `false` if it was not configured.
+    pub fn remove_cidr(&mut self, cidr: IpNetwork) -> bool {
+        let before = self.ranges.len();
+        self.ranges
+            .retain(|r| !(r.cidr.network() == cidr.network() && r.cidr.prefix() == cidr.prefix()));
+        self.ranges.len() != before
     }
 
     /// The CIDR that holds `ip` as a usable address, and its offset there.
@@ -456,15 +482,7 @@ mod tests {
     }
 
     /// (size, static first, static last, dynamic first, dynamic last).
-    fn bands(
-        cidr: &str,
-    ) -> (
-        u128,
-        Option<IpAddr>,
-        Option<IpAddr>,
-        Option<IpAddr>,
-        Option<IpAddr>,
-    ) {
+    fn bands(cidr: &str) -> (u128, Option<IpAddr>, Option<IpAddr>, Option<IpAddr>, Option<IpAddr>) {
         let usage = allocator(&[cidr]).usage().remove(0);
         (
             usage.size,
@@ -611,10 +629,7 @@ mod tests {
             a.add_cidr(net("fd00::/63")).unwrap_err().to_string(),
             "shortest allowed prefix length for service CIDR is 64"
         );
-        assert_eq!(
-            a.add_cidr(net("::/0")).unwrap_err(),
-            AllocationError::PrefixTooShort
-        );
+        assert_eq!(a.add_cidr(net("::/0")).unwrap_err(), AllocationError::PrefixTooShort);
         a.add_cidr(net("10.112.0.0/12")).unwrap();
         a.add_cidr(net("fd00::/108")).unwrap();
         a.add_cidr(net("10.0.0.5/24")).unwrap();
@@ -683,10 +698,7 @@ mod tests {
         let all: Vec<IpAddr> = (0..6)
             .map(|_| a.allocate_next(IpFamily::IPv4, &mut rng).unwrap())
             .collect();
-        assert_eq!(
-            a.allocate_next(IpFamily::IPv4, &mut rng),
-            Err(AllocationError::Full)
-        );
+        assert_eq!(a.allocate_next(IpFamily::IPv4, &mut rng), Err(AllocationError::Full));
         assert_eq!(AllocationError::Full.to_string(), "range is full");
         assert!(a.release(all[3]));
         assert!(!a.release(all[3]));
@@ -702,9 +714,7 @@ mod tests {
         a.allocate(first).unwrap();
         for _ in 0..(254 - 16) {
             let got = a.allocate_next(IpFamily::IPv4, &mut rng).unwrap();
-            let IpAddr::V4(v4) = got else {
-                panic!("IPv4 expected")
-            };
+            let IpAddr::V4(v4) = got else { panic!("IPv4 expected") };
             assert!(v4.octets()[3] >= 17, "{got} is in the static band");
         }
         let mut statics: Vec<IpAddr> = (0..15)
@@ -713,10 +723,7 @@ mod tests {
         statics.sort();
         let expected: Vec<IpAddr> = (2..=16).map(|d| IpAddr::from([10, 0, 0, d])).collect();
         assert_eq!(statics, expected);
-        assert_eq!(
-            a.allocate_next(IpFamily::IPv4, &mut rng),
-            Err(AllocationError::Full)
-        );
+        assert_eq!(a.allocate_next(IpFamily::IPv4, &mut rng), Err(AllocationError::Full));
     }
 
     #[test]
@@ -731,18 +738,12 @@ mod tests {
         got.sort();
         got.dedup();
         assert_eq!(got.len(), 12);
-        assert_eq!(
-            a.allocate_next(IpFamily::IPv4, &mut rng),
-            Err(AllocationError::Full)
-        );
+        assert_eq!(a.allocate_next(IpFamily::IPv4, &mut rng), Err(AllocationError::Full));
         let v6 = a.allocate_next(IpFamily::IPv6, &mut rng).unwrap();
         assert!(net("fd00::/125").contains(v6));
         // Freeing in the first CIDR makes it the one used again.
         a.release(ip("10.0.0.3"));
-        assert_eq!(
-            a.allocate_next(IpFamily::IPv4, &mut rng),
-            Ok(ip("10.0.0.3"))
-        );
+        assert_eq!(a.allocate_next(IpFamily::IPv4, &mut rng), Ok(ip("10.0.0.3")));
     }
 
     #[test]
@@ -867,9 +868,7 @@ mod tests {
             seen[index] = true;
         }
         assert_eq!(
-            a.allocate_next(IpFamily::IPv4, &mut rng)
-                .unwrap_err()
-                .to_string(),
+            a.allocate_next(IpFamily::IPv4, &mut rng).unwrap_err().to_string(),
             "range is full"
         );
         let usage = a.usage().remove(0);
@@ -891,10 +890,7 @@ mod tests {
     /// 1,048,574 allocations: about 7 s unoptimised, well under 1 s in
     /// release, so it runs with `cargo test --release` (or `-- --ignored`).
     #[test]
-    #[cfg_attr(
-        debug_assertions,
-        ignore = "1,048,574 allocations; runs in `cargo test --release`"
-    )]
+    #[cfg_attr(debug_assertions, ignore = "1,048,574 allocations; runs in `cargo test --release`")]
     fn full_slash_12_fill() {
         fill_completely("10.96.0.0/12", 12);
     }

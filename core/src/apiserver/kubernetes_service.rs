@@ -30,7 +30,12 @@ pub fn kubernetes_service(ip: IpAddr, target_port: u16) -> Service {
     Service {
         api_version: "v1".into(),
         kind: "Service".into(),
-        metadata: ObjectMeta { name: "kubernetes".into(), namespace: "default".into(), labels, ..Default::default() },
+        metadata: ObjectMeta {
+            name: "kubernetes".into(),
+            namespace: "default".into(),
+            labels,
+            ..Default::default()
+        },
         spec: ServiceSpec {
             service_type: "ClusterIP".into(),
             ports: vec![ServicePort {
@@ -129,7 +134,10 @@ mod tests {
     fn service_shape() {
         let s = kubernetes_service("10.96.0.1".parse().unwrap(), 6443);
         assert_eq!(s.key(), "default/kubernetes");
-        assert_eq!(s.metadata.labels.get("provider").map(String::as_str), Some("kubernetes"));
+        assert_eq!(
+            s.metadata.labels.get("provider").map(String::as_str),
+            Some("kubernetes")
+        );
         assert_eq!(s.spec.ports[0].target_port, Some(IntOrString::Int(6443)));
         assert_eq!(s.spec.ip_families, vec!["IPv4"]);
     }

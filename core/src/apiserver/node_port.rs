@@ -263,8 +263,7 @@ impl NodePortAllocator {
 
     /// Frees `port`; `false` if it was not allocated (or not in the range).
     pub fn release(&mut self, port: u16) -> bool {
-        self.offset_of(port)
-            .is_some_and(|offset| self.ports.release(offset))
+        self.offset_of(port).is_some_and(|offset| self.ports.release(offset))
     }
 
     /// Whether `port` is allocated.
@@ -322,10 +321,7 @@ impl NodePortAllocator {
         ports.restore_runs(runs).map_err(|err| {
             let reason = match err {
                 RangeError::OverlappingRuns { first, last } => {
-                    format!(
-                        "\"{}\" overlaps another entry",
-                        self.format_run(first..=last)
-                    )
+                    format!("\"{}\" overlaps another entry", self.format_run(first..=last))
                 }
                 other => other.to_string(),
             };
@@ -339,9 +335,7 @@ impl NodePortAllocator {
     }
 
     fn offset_of(&self, port: u16) -> Option<u128> {
-        self.range
-            .contains(port)
-            .then(|| u128::from(port - self.range.first))
+        self.range.contains(port).then(|| u128::from(port - self.range.first))
     }
 
     /// The port at `offset` (`offset < size`, so it stays in the range).
@@ -370,8 +364,7 @@ impl NodePortAllocator {
                 .trim()
                 .parse()
                 .map_err(|_| invalid("is not a port or a port range"))?;
-            self.offset_of(port)
-                .ok_or_else(|| invalid("is not inside the range"))
+            self.offset_of(port).ok_or_else(|| invalid("is not inside the range"))
         };
         let (first, last) = (parse(first)?, parse(last)?);
         if first > last {
@@ -416,24 +409,14 @@ mod tests {
                 "30000-70000",
                 "the port range cannot be greater than 65535: 30000-70000",
             ),
-            (
-                "65535+1",
-                "the port range cannot be greater than 65535: 65535+1",
-            ),
+            ("65535+1", "the port range cannot be greater than 65535: 65535+1"),
             (
                 "99999999999999999999999",
                 "the port range cannot be greater than 65535: 99999999999999999999999",
             ),
-            (
-                "32767-30000",
-                "end port cannot be less than start port: 32767-30000",
-            ),
+            ("32767-30000", "end port cannot be less than start port: 32767-30000"),
         ] {
-            assert_eq!(
-                text.parse::<PortRange>().unwrap_err().to_string(),
-                message,
-                "{text:?}"
-            );
+            assert_eq!(text.parse::<PortRange>().unwrap_err().to_string(), message, "{text:?}");
         }
     }
 
@@ -444,9 +427,7 @@ mod tests {
         let back: PortRange = serde_json::from_str("\"30000+2767\"").unwrap();
         assert_eq!(back, PortRange::DEFAULT);
         let err = serde_json::from_str::<PortRange>("\"9-1\"").unwrap_err();
-        assert!(err
-            .to_string()
-            .contains("end port cannot be less than start port: 9-1"));
+        assert!(err.to_string().contains("end port cannot be less than start port: 9-1"));
     }
 
     #[test]
@@ -462,24 +443,14 @@ mod tests {
         );
         // At most 16 ports: no split. 17 ports: a 16-port static band.
         let small = NodePortAllocator::new(range("30000-30015")).usage();
-        assert_eq!(
-            (small.static_first, small.dynamic_first),
-            (None, Some(30000))
-        );
+        assert_eq!((small.static_first, small.dynamic_first), (None, Some(30000)));
         let seventeen = NodePortAllocator::new(range("30000-30016")).usage();
         assert_eq!(
-            (
-                seventeen.static_last,
-                seventeen.dynamic_first,
-                seventeen.dynamic_last
-            ),
+            (seventeen.static_last, seventeen.dynamic_first, seventeen.dynamic_last),
             (Some(30015), Some(30016), Some(30016))
         );
         let all = NodePortAllocator::new(range("0-65535")).usage();
-        assert_eq!(
-            (all.static_last, all.dynamic_last),
-            (Some(127), Some(65535))
-        );
+        assert_eq!((all.static_last, all.dynamic_last), (Some(127), Some(65535)));
     }
 
     #[test]
@@ -502,10 +473,7 @@ mod tests {
         let mut one = NodePortAllocator::new(range("31000"));
         let mut rng = Rng::new(1);
         assert_eq!(one.allocate_next(&mut rng), Ok(31000));
-        assert_eq!(
-            one.allocate_next(&mut rng).unwrap_err().to_string(),
-            "range is full"
-        );
+        assert_eq!(one.allocate_next(&mut rng).unwrap_err().to_string(), "range is full");
         assert!(one.release(31000));
         assert!(!one.release(31000));
     }
@@ -518,9 +486,7 @@ mod tests {
             let port = ports.allocate_next(&mut rng).unwrap();
             assert!(port >= 30086, "{port} is in the static band");
         }
-        let mut statics: Vec<u16> = (0..86)
-            .map(|_| ports.allocate_next(&mut rng).unwrap())
-            .collect();
+        let mut statics: Vec<u16> = (0..86).map(|_| ports.allocate_next(&mut rng).unwrap()).collect();
         statics.sort_unstable();
         assert_eq!(statics, (30000..=30085).collect::<Vec<_>>());
         assert_eq!(ports.allocate_next(&mut rng), Err(NodePortError::Full));
@@ -545,9 +511,7 @@ mod tests {
         );
         let mut other = NodePortAllocator::default();
         other.allocate(31000).unwrap();
-        other
-            .restore(&serde_json::from_value(json).unwrap())
-            .unwrap();
+        other.restore(&serde_json::from_value(json).unwrap()).unwrap();
         assert_eq!(other, ports);
 
         let before = other.clone();
@@ -567,10 +531,7 @@ mod tests {
             (vec!["29999"], "\"29999\" is not inside the range"),
             (vec!["http"], "\"http\" is not a port or a port range"),
             (vec!["30010-30001"], "\"30010-30001\" ends before it starts"),
-            (
-                vec!["30000-30010", "30005"],
-                "\"30005\" overlaps another entry",
-            ),
+            (vec!["30000-30010", "30005"], "\"30005\" overlaps another entry"),
         ] {
             assert_eq!(
                 other.restore(&bad(&entries)).unwrap_err().to_string(),

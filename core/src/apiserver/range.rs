@@ -203,11 +203,7 @@ impl BandedRange {
         RangeSnapshot {
             size: self.size,
             static_len: self.static_len,
-            runs: self
-                .runs
-                .iter()
-                .map(|(&first, &last)| [first, last])
-                .collect(),
+            runs: self.runs.iter().map(|(&first, &last)| [first, last]).collect(),
         }
     }
 
@@ -223,10 +219,7 @@ impl BandedRange {
     /// Replaces the allocations with `runs` (inclusive, in any order;
     /// adjacent runs are merged). Fails on an empty or out-of-range run or on
     /// overlapping runs; on error nothing changes.
-    pub fn restore_runs(
-        &mut self,
-        runs: impl IntoIterator<Item = RangeInclusive<u128>>,
-    ) -> Result<(), RangeError> {
+    pub fn restore_runs(&mut self, runs: impl IntoIterator<Item = RangeInclusive<u128>>) -> Result<(), RangeError> {
         let mut sorted: Vec<(u128, u128)> = Vec::new();
         for run in runs {
             let (first, last) = run.into_inner();
@@ -311,11 +304,8 @@ impl BandedRange {
                 .filter(|&(_, last)| last == before)
                 .map(|(first, _)| first)
         });
-        let right = offset
-            .checked_add(1)
-            .and_then(|after| self.runs.remove(&after));
-        self.runs
-            .insert(left.unwrap_or(offset), right.unwrap_or(offset));
+        let right = offset.checked_add(1).and_then(|after| self.runs.remove(&after));
+        self.runs.insert(left.unwrap_or(offset), right.unwrap_or(offset));
         if offset < self.static_len {
             self.used_static += 1;
         } else {
@@ -326,10 +316,7 @@ impl BandedRange {
 
 /// Serialises a `u128` count as a decimal string, so JavaScript (the
 /// playground) keeps counts above 2^53 exact.
-pub(crate) fn serialize_decimal<S: serde::Serializer>(
-    value: &u128,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize_decimal<S: serde::Serializer>(value: &u128, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(value)
 }
 
@@ -390,17 +377,8 @@ mod tests {
     fn allocate_errors() {
         let mut range = BandedRange::new(10, 0);
         range.allocate(9).unwrap();
-        assert_eq!(
-            range.allocate(9),
-            Err(RangeError::AlreadyAllocated { offset: 9 })
-        );
-        assert_eq!(
-            range.allocate(10),
-            Err(RangeError::OutOfRange {
-                offset: 10,
-                size: 10
-            })
-        );
+        assert_eq!(range.allocate(9), Err(RangeError::AlreadyAllocated { offset: 9 }));
+        assert_eq!(range.allocate(10), Err(RangeError::OutOfRange { offset: 10, size: 10 }));
         assert!(!range.is_allocated(u128::MAX));
         assert!(!range.release(u128::MAX));
     }
@@ -413,9 +391,7 @@ mod tests {
             let offset = range.allocate_next(&mut rng).unwrap();
             assert!(offset >= 16, "dynamic band first, got {offset}");
         }
-        let mut statics: Vec<u128> = (0..16)
-            .map(|_| range.allocate_next(&mut rng).unwrap())
-            .collect();
+        let mut statics: Vec<u128> = (0..16).map(|_| range.allocate_next(&mut rng).unwrap()).collect();
         statics.sort_unstable();
         assert_eq!(statics, (0..16).collect::<Vec<_>>());
         assert_eq!(range.allocate_next(&mut rng), None);
@@ -462,9 +438,7 @@ mod tests {
     fn no_split_range_uses_whole_range() {
         let mut range = BandedRange::new(6, 0);
         let mut rng = Rng::new(9);
-        let mut got: Vec<u128> = (0..6)
-            .map(|_| range.allocate_next(&mut rng).unwrap())
-            .collect();
+        let mut got: Vec<u128> = (0..6).map(|_| range.allocate_next(&mut rng).unwrap()).collect();
         got.sort_unstable();
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
         assert_eq!(range.allocate_next(&mut rng), None);
@@ -518,13 +492,9 @@ mod tests {
         // 10 of the 16 dynamic offsets and 6 static ones are taken: 6 picks
         // land in the dynamic band, then the static fallback has 10 left.
         let mut rng = Rng::new(0);
-        let picks: Vec<u128> = (0..6)
-            .map(|_| range.allocate_next(&mut rng).unwrap())
-            .collect();
+        let picks: Vec<u128> = (0..6).map(|_| range.allocate_next(&mut rng).unwrap()).collect();
         assert!(picks.iter().all(|o| (16..32).contains(o)));
-        let statics: Vec<u128> = (0..10)
-            .map(|_| range.allocate_next(&mut rng).unwrap())
-            .collect();
+        let statics: Vec<u128> = (0..10).map(|_| range.allocate_next(&mut rng).unwrap()).collect();
         assert!(statics.iter().all(|&o| o < 10));
         assert_eq!(range.allocate_next(&mut rng), None);
 

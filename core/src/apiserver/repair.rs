@@ -56,7 +56,11 @@ pub struct RepairOutcome {
 }
 
 fn event(reason: &str, service: Option<&Service>, message: String) -> RepairEvent {
-    RepairEvent { reason: reason.to_string(), service: service.map(Service::key), message }
+    RepairEvent {
+        reason: reason.to_string(),
+        service: service.map(Service::key),
+        message,
+    }
 }
 
 /// Runs one repair pass over `stored` (the allocation state as saved) and
@@ -72,25 +76,44 @@ pub fn repair_cluster_ips(stored: &ClusterIpAllocator, services: &[&Service], le
         }
         for text in &svc.spec.cluster_ips {
             let Ok(ip) = text.parse::<IpAddr>() else {
-                events.push(event("ClusterIPNotValid", Some(svc), format!("Cluster IP {text} is not a valid IP; please recreate service")));
+                events.push(event(
+                    "ClusterIPNotValid",
+                    Some(svc),
+                    format!("Cluster IP {text} is not a valid IP; please recreate service"),
+                ));
                 continue;
             };
             let family = IpFamily::of(ip);
             if !rebuilt.in_range(ip) {
-                let cidrs: Vec<String> = rebuilt.cidrs().iter().filter(|c| IpFamily::of(c.ip()) == family).map(ToString::to_string).collect();
-                let message = format!("Cluster IP [{family}]:{ip} is not within the configured Service CIDR {}; please recreate service", cidrs.join(", "));
+                let cidrs: Vec<String> = rebuilt
+                    .cidrs()
+                    .filter(|c| IpFamily::of(c.ip()) == family)
+                    .map(|c| c.to_string())
+                    .collect();
+                let message = format!(
+                    "Cluster IP [{family}]:{ip} is not within the configured Service CIDR {}; please recreate service",
+                    cidrs.join(", ")
+                );
                 events.push(event("ClusterIPOutOfRange", Some(svc), message));
                 continue;
             }
             if rebuilt.allocate(ip).is_err() {
-                let first = in_use.get(&ip).map_or_else(String::new, |k: &String| format!(" (first held by {k})"));
-                let message = format!("Cluster IP [{family}]:{ip} was assigned to multiple services; please recreate service{first}");
+                let first = in_use
+                    .get(&ip)
+                    .map_or_else(String::new, |k: &String| format!(" (first held by {k})"));
+                let message = format!(
+                    "Cluster IP [{family}]:{ip} was assigned to multiple services; please recreate service{first}"
+                );
                 events.push(event("ClusterIPAlreadyAllocated", Some(svc), message));
                 continue;
             }
             in_use.insert(ip, svc.key());
             if !stored.is_allocated(ip) {
-                events.push(event("ClusterIPNotAllocated", Some(svc), format!("Cluster IP [{family}]:{ip} is not allocated; repairing")));
+                events.push(event(
+                    "ClusterIPNotAllocated",
+                    Some(svc),
+                    format!("Cluster IP [{family}]:{ip} is not allocated; repairing"),
+                ));
             }
         }
     }
@@ -113,14 +136,25 @@ pub fn repair_cluster_ips(stored: &ClusterIpAllocator, services: &[&Service], le
             // `rebuilt`, and no Service holds it, so this cannot fail.
             let _ = rebuilt.allocate(ip);
         } else {
-            events.push(event("ClusterIPLeaked", None, format!("Cluster IP {ip} appears to have leaked: cleaning up")));
+            events.push(event(
+                "ClusterIPLeaked",
+                None,
+                format!("Cluster IP {ip} appears to have leaked: cleaning up"),
+            ));
         }
     }
     for usage in rebuilt.usage() {
-        if usage.free() == 0 {
-            let message = format!("Service CIDR {} is full; you must widen the CIDR in order to create new services", usage.cidr);
+        if usage.free == 0 {
+            let message = format!(
+                "Service CIDR {} is full; you must widen the CIDR in order to create new services",
+                usage.cidr
+            );
             events.push(event("ServiceCIDRFull", None, message));
         }
     }
-    RepairOutcome { allocator: rebuilt, leaks: next_leaks, events }
+    RepairOutcome {
+        allocator: rebuilt,
+        leaks: next_leaks,
+        events,
+    }
 }

@@ -62,14 +62,19 @@ impl ControlPlane {
     pub fn apply_object(&mut self, object: Object) -> Result<Applied, ApiError> {
         match object {
             Object::Service(svc) => {
-                let old = self.service(svc.metadata.namespace_or_default(), &svc.metadata.name).cloned();
+                let old = self
+                    .service(svc.metadata.namespace_or_default(), &svc.metadata.name)
+                    .cloned();
                 let stored = self.apply_service(*svc)?;
                 let action = match old {
                     None => ApplyAction::Created,
                     Some(o) if o == stored => ApplyAction::Unchanged,
                     Some(_) => ApplyAction::Configured,
                 };
-                Ok(Applied { action, object: Object::Service(Box::new(stored)) })
+                Ok(Applied {
+                    action,
+                    object: Object::Service(Box::new(stored)),
+                })
             }
             Object::ServiceCidr(cidr) => self.apply_service_cidr(*cidr),
         }
@@ -80,9 +85,13 @@ impl ControlPlane {
     pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<Object, ApiError> {
         let namespace = if namespace.is_empty() { "default" } else { namespace };
         match kind.to_ascii_lowercase().as_str() {
-            "service" | "services" | "svc" => self.delete_service(namespace, name).map(|s| Object::Service(Box::new(s))),
+            "service" | "services" | "svc" => self
+                .delete_service(namespace, name)
+                .map(|s| Object::Service(Box::new(s))),
             "servicecidr" | "servicecidrs" => self.delete_service_cidr(name).map(|c| Object::ServiceCidr(Box::new(c))),
-            other => Err(ApiError::BadRequest(format!("the server doesn't have a resource type {other:?}"))),
+            other => Err(ApiError::BadRequest(format!(
+                "the server doesn't have a resource type {other:?}"
+            ))),
         }
     }
 
@@ -93,10 +102,17 @@ impl ControlPlane {
         obj.metadata.namespace.clear();
         if let Some(old) = self.service_cidrs.get(&name) {
             if old.spec.cidrs == obj.spec.cidrs {
-                return Ok(Applied { action: ApplyAction::Unchanged, object: Object::ServiceCidr(Box::new(old.clone())) });
+                return Ok(Applied {
+                    action: ApplyAction::Unchanged,
+                    object: Object::ServiceCidr(Box::new(old.clone())),
+                });
             }
             let path = FieldPath::new("spec").child("cidrs");
-            let err = FieldError::invalid(&path, crate::field::BadValue::StrList(obj.spec.cidrs.clone()), "field is immutable");
+            let err = FieldError::invalid(
+                &path,
+                crate::field::BadValue::StrList(obj.spec.cidrs.clone()),
+                "field is immutable",
+            );
             return Err(ApiError::invalid("ServiceCIDR", &name, vec![err]));
         }
         let cidrs = self.validate_service_cidr_object(&obj)?;
@@ -107,12 +123,19 @@ impl ControlPlane {
                     let _ = self.cluster_ips.remove_cidr(*c);
                 }
                 let path = FieldPath::new("spec").child("cidrs").index(i);
-                return Err(ApiError::invalid("ServiceCIDR", &name, vec![FieldError::invalid(&path, cidr.to_string(), &e.to_string())]));
+                return Err(ApiError::invalid(
+                    "ServiceCIDR",
+                    &name,
+                    vec![FieldError::invalid(&path, cidr.to_string(), &e.to_string())],
+                ));
             }
             added.push(*cidr);
         }
         self.service_cidrs.insert(name, obj.clone());
-        Ok(Applied { action: ApplyAction::Created, object: Object::ServiceCidr(Box::new(obj)) })
+        Ok(Applied {
+            action: ApplyAction::Created,
+            object: Object::ServiceCidr(Box::new(obj)),
+        })
     }
 
     fn validate_service_cidr_object(&self, obj: &ServiceCidr) -> Result<Vec<IpNetwork>, ApiError> {
@@ -120,15 +143,26 @@ impl ControlPlane {
         let path = FieldPath::new("spec").child("cidrs");
         let mut errs = Vec::new();
         if name.is_empty() {
-            errs.push(FieldError::required(&FieldPath::new("metadata").child("name"), "name or generateName is required"));
+            errs.push(FieldError::required(
+                &FieldPath::new("metadata").child("name"),
+                "name or generateName is required",
+            ));
         }
         if obj.spec.cidrs.is_empty() || obj.spec.cidrs.len() > 2 {
-            errs.push(FieldError::invalid(&path, crate::field::BadValue::StrList(obj.spec.cidrs.clone()), "must have 1 or 2 CIDRs"));
+            errs.push(FieldError::invalid(
+                &path,
+                crate::field::BadValue::StrList(obj.spec.cidrs.clone()),
+                "must have 1 or 2 CIDRs",
+            ));
         }
         let mut parsed = Vec::new();
         for (i, text) in obj.spec.cidrs.iter().enumerate() {
             match text.parse::<IpNetwork>() {
-                Err(_) => errs.push(FieldError::invalid(&path.index(i), text.as_str(), "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")),
+                Err(_) => errs.push(FieldError::invalid(
+                    &path.index(i),
+                    text.as_str(),
+                    "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+                )),
                 Ok(net) => match validate_service_cidr(net, &self.config.constraints) {
                     Err(e) => errs.push(FieldError::invalid(&path.index(i), text.as_str(), &e.to_string())),
                     Ok(()) => parsed.push(net),
@@ -137,7 +171,11 @@ impl ControlPlane {
         }
         if let [a, b] = parsed.as_slice() {
             if a.is_ipv4() == b.is_ipv4() {
-                errs.push(FieldError::invalid(&path.index(1), obj.spec.cidrs[1].as_str(), "must be a different IP family than cidrs[0]"));
+                errs.push(FieldError::invalid(
+                    &path.index(1),
+                    obj.spec.cidrs[1].as_str(),
+                    "must be a different IP family than cidrs[0]",
+                ));
             }
         }
         if errs.is_empty() {
@@ -148,7 +186,10 @@ impl ControlPlane {
     }
 
     fn delete_service_cidr(&mut self, name: &str) -> Result<ServiceCidr, ApiError> {
-        let not_found = || ApiError::NotFound { resource: "servicecidrs".into(), name: name.into() };
+        let not_found = || ApiError::NotFound {
+            resource: "servicecidrs".into(),
+            name: name.into(),
+        };
         let obj = self.service_cidrs.get(name).cloned().ok_or_else(not_found)?;
         let cidrs: Vec<IpNetwork> = obj.spec.cidrs.iter().filter_map(|c| c.parse().ok()).collect();
         let in_use: Vec<String> = self

@@ -78,7 +78,7 @@ pub enum ConfigError {
     #[error("{0}")]
     ServiceCidr(String),
     /// The NodePort range is invalid.
-    #[error("{0}")]
+    #[error("--service-node-port-range: {0}")]
     NodePortRange(String),
     /// The DNS zone is not a valid domain.
     #[error("clusterDomain {0:?}: must be a DNS domain such as cluster.local")]
@@ -107,28 +107,52 @@ impl ClusterConfig {
     pub fn validate(&self) -> Result<ValidatedConfig, ConfigError> {
         let mut constraints = CidrConstraints::default();
         for (index, value) in self.pod_cidrs.iter().enumerate() {
-            let net = value.trim().parse::<IpNetwork>().map_err(|_| ConfigError::PodCidr { index, value: value.clone() })?;
+            let net = value.trim().parse::<IpNetwork>().map_err(|_| ConfigError::PodCidr {
+                index,
+                value: value.clone(),
+            })?;
             constraints.pod_cidrs.push(net);
         }
         for (index, value) in self.node_ips.iter().enumerate() {
-            let ip = value.trim().parse::<IpAddr>().map_err(|_| ConfigError::NodeIp { index, value: value.clone() })?;
+            let ip = value.trim().parse::<IpAddr>().map_err(|_| ConfigError::NodeIp {
+                index,
+                value: value.clone(),
+            })?;
             constraints.node_ips.push(ip);
         }
         let mut apiservers = Vec::new();
         for (index, value) in self.apiservers.iter().enumerate() {
-            let addr = value.trim().parse::<SocketAddr>().map_err(|_| ConfigError::Apiserver { index, value: value.clone() })?;
+            let addr = value.trim().parse::<SocketAddr>().map_err(|_| ConfigError::Apiserver {
+                index,
+                value: value.clone(),
+            })?;
             apiservers.push(addr);
         }
         let service_cidrs = parse_service_cluster_ip_range(&self.service_cluster_ip_range, &constraints)
             .map_err(|e| ConfigError::ServiceCidr(e.to_string()))?;
-        let node_ports = PortRange::parse(&self.service_node_port_range).map_err(|e| ConfigError::NodePortRange(e.to_string()))?;
+        let node_ports = self
+            .service_node_port_range
+            .parse::<PortRange>()
+            .map_err(|e| ConfigError::NodePortRange(e.to_string()))?;
         let zone = self.cluster_domain.trim_end_matches('.');
         let zone_ok = !zone.is_empty()
-            && zone.split('.').all(|l| !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+            && zone
+                .split('.')
+                .all(|l| !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
         if !zone_ok {
             return Err(ConfigError::ClusterDomain(self.cluster_domain.clone()));
         }
-        let dns = DnsConfig { zone: zone.to_ascii_lowercase(), ttl: self.dns_ttl };
-        Ok(ValidatedConfig { raw: self.clone(), service_cidrs, node_ports, constraints, apiservers, dns })
+        let dns = DnsConfig {
+            zone: zone.to_ascii_lowercase(),
+            ttl: self.dns_ttl,
+        };
+        Ok(ValidatedConfig {
+            raw: self.clone(),
+            service_cidrs,
+            node_ports,
+            constraints,
+            apiservers,
+            dns,
+        })
     }
 }

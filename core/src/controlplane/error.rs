@@ -49,7 +49,11 @@ impl ApiError {
 
     /// An `Invalid` error for `kind`/`name`.
     pub fn invalid(kind: &str, name: &str, errors: Vec<FieldError>) -> ApiError {
-        ApiError::Invalid { kind: kind.to_string(), name: name.to_string(), errors }
+        ApiError::Invalid {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            errors,
+        }
     }
 }
 

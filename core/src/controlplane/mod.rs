@@ -14,7 +14,7 @@ pub mod error;
 pub mod services;
 pub mod snapshot;
 
-pub use apply::{ApplyAction, Applied};
+pub use apply::{Applied, ApplyAction};
 pub use config::{ClusterConfig, ConfigError, ValidatedConfig};
 pub use error::ApiError;
 pub use snapshot::Snapshot;
@@ -55,7 +55,8 @@ impl ControlPlane {
     /// gives the configured apiservers a lease at time 0.
     pub fn new(config: ClusterConfig) -> Result<ControlPlane, ConfigError> {
         let config = config.validate()?;
-        let cluster_ips = ClusterIpAllocator::new(&config.service_cidrs).map_err(|e| ConfigError::ServiceCidr(e.to_string()))?;
+        let cluster_ips = ClusterIpAllocator::new(config.service_cidrs.iter().copied())
+            .map_err(|e| ConfigError::ServiceCidr(e.to_string()))?;
         let node_ports = NodePortAllocator::new(config.node_ports);
         let mut cp = ControlPlane {
             rng: Rng::new(config.raw.seed),
@@ -126,8 +127,10 @@ impl ControlPlane {
     /// The `kubernetes` Service's address: the first address of the primary
     /// service CIDR.
     pub fn kubernetes_ip(&self) -> IpAddr {
+        // A validated configuration has at least one service CIDR, each of
+        // at least 8 addresses, so the first address always exists.
         let primary = self.config.service_cidrs[0];
-        crate::apiserver::cluster_ip::first_address(primary)
+        ClusterIpAllocator::first_address(primary).unwrap_or(primary.ip())
     }
 
     /// Moves time forward to `now` (never backwards) and lets time-driven
@@ -177,7 +180,10 @@ impl ControlPlane {
 
     fn refresh_kubernetes_target_port(&mut self) {
         let port = self.leases.target_port();
-        if let Some(svc) = self.services.get_mut(&("default".to_string(), "kubernetes".to_string())) {
+        if let Some(svc) = self
+            .services
+            .get_mut(&("default".to_string(), "kubernetes".to_string()))
+        {
             if let Some(p) = svc.spec.ports.first_mut() {
                 p.target_port = Some(crate::api::service::IntOrString::Int(i64::from(port)));
             }

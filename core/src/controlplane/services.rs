@@ -25,7 +25,10 @@ impl ControlPlane {
     /// name exists (apply semantics: fields left out keep their values).
     /// Returns the stored object with every default and allocation filled in.
     pub fn apply_service(&mut self, svc: Service) -> Result<Service, ApiError> {
-        let key = (svc.metadata.namespace_or_default().to_string(), svc.metadata.name.clone());
+        let key = (
+            svc.metadata.namespace_or_default().to_string(),
+            svc.metadata.name.clone(),
+        );
         match self.services.get(&key).cloned() {
             Some(old) => self.update_service(key, svc, old),
             None => self.create_service(key, svc),
@@ -36,7 +39,10 @@ impl ControlPlane {
     /// `default/kubernetes` recreates it at once with the same address.
     pub fn delete_service(&mut self, namespace: &str, name: &str) -> Result<Service, ApiError> {
         let key = (namespace.to_string(), name.to_string());
-        let old = self.services.remove(&key).ok_or_else(|| ApiError::NotFound { resource: "services".into(), name: name.into() })?;
+        let old = self.services.remove(&key).ok_or_else(|| ApiError::NotFound {
+            resource: "services".into(),
+            name: name.into(),
+        })?;
         if is_kubernetes_service(namespace, name) {
             self.ensure_kubernetes_service();
             return Ok(old);
@@ -54,7 +60,9 @@ impl ControlPlane {
         }
         init_ip_families(&mut svc, None, &self.families()).map_err(|e| ApiError::invalid("Service", &name, e))?;
         let mut taken = Taken::default();
-        let result = self.allocate_cluster_ips(&mut svc, &[], &mut taken).and_then(|_| self.allocate_node_ports(&mut svc, &[], &mut taken));
+        let result = self
+            .allocate_cluster_ips(&mut svc, &[], &mut taken)
+            .and_then(|_| self.allocate_node_ports(&mut svc, &[], &mut taken));
         if let Err(e) = result {
             self.give_back(&taken);
             return Err(e);
@@ -118,12 +126,22 @@ impl ControlPlane {
             let requested = svc.spec.cluster_ips.get(i).filter(|s| !s.is_empty()).cloned();
             match requested {
                 Some(text) => {
-                    let ip: IpAddr = text.parse().map_err(|_| ApiError::Internal(format!("failed to parse service IP {text:?}")))?;
+                    let ip: IpAddr = text
+                        .parse()
+                        .map_err(|_| ApiError::Internal(format!("failed to parse service IP {text:?}")))?;
                     if !held.contains(&ip) {
                         self.cluster_ips.allocate(ip).map_err(|e| {
                             let path = FieldPath::new("spec").child("clusterIPs");
                             let detail = format!("failed to allocate IP {text}: {e}");
-                            ApiError::invalid("Service", &svc.metadata.name, vec![FieldError::invalid(&path, BadValue::StrList(svc.spec.cluster_ips.clone()), &detail)])
+                            ApiError::invalid(
+                                "Service",
+                                &svc.metadata.name,
+                                vec![FieldError::invalid(
+                                    &path,
+                                    BadValue::StrList(svc.spec.cluster_ips.clone()),
+                                    &detail,
+                                )],
+                            )
                         })?;
                         taken.ips.push(ip);
                     }
@@ -162,7 +180,10 @@ impl ControlPlane {
             if !node_port_type {
                 break;
             }
-            let (port, requested) = (svc.spec.ports[i].port, svc.spec.ports[i].node_port.filter(|np| *np != 0));
+            let (port, requested) = (
+                svc.spec.ports[i].port,
+                svc.spec.ports[i].node_port.filter(|np| *np != 0),
+            );
             if requested.is_none() && !allocate_new {
                 continue;
             }
@@ -171,7 +192,13 @@ impl ControlPlane {
                 (Some(np), None) => np,
                 (Some(np), Some(r)) if np == r => np,
                 (_, wanted) => {
-                    let wanted = wanted.or_else(|| svc.spec.ports[i + 1..].iter().find(|p| p.port == port).and_then(|p| p.node_port).filter(|np| *np != 0));
+                    let wanted = wanted.or_else(|| {
+                        svc.spec.ports[i + 1..]
+                            .iter()
+                            .find(|p| p.port == port)
+                            .and_then(|p| p.node_port)
+                            .filter(|np| *np != 0)
+                    });
                     match wanted {
                         Some(np) => {
                             self.take_node_port(np, held, taken).map_err(|detail| {
@@ -181,7 +208,10 @@ impl ControlPlane {
                             np
                         }
                         None => {
-                            let np = self.node_ports.allocate_next(&mut self.rng).map_err(|e| ApiError::Internal(format!("failed to allocate a nodePort: {e}")))?;
+                            let np = self
+                                .node_ports
+                                .allocate_next(&mut self.rng)
+                                .map_err(|e| ApiError::Internal(format!("failed to allocate a nodePort: {e}")))?;
                             taken.ports.push(np);
                             i64::from(np)
                         }
@@ -193,9 +223,9 @@ impl ControlPlane {
         }
         if svc.needs_health_check_node_port() {
             match svc.spec.health_check_node_port.filter(|p| *p != 0) {
-                Some(hc) => self
-                    .take_node_port(hc, held, taken)
-                    .map_err(|e| ApiError::Internal(format!("failed to allocate requested HealthCheck NodePort {hc}: {e}")))?,
+                Some(hc) => self.take_node_port(hc, held, taken).map_err(|e| {
+                    ApiError::Internal(format!("failed to allocate requested HealthCheck NodePort {hc}: {e}"))
+                })?,
                 None => {
                     let hc = self
                         .node_ports
@@ -213,7 +243,10 @@ impl ControlPlane {
 
     fn take_node_port(&mut self, np: i64, held: &[u16], taken: &mut Taken) -> Result<(), String> {
         let Ok(port) = u16::try_from(np) else {
-            return Err(format!("provided port is not in the valid range. The range of valid ports is {}", self.config.node_ports));
+            return Err(format!(
+                "provided port is not in the valid range. The range of valid ports is {}",
+                self.config.node_ports
+            ));
         };
         if held.contains(&port) || taken.ports.contains(&port) {
             return Ok(());
@@ -258,7 +291,12 @@ fn keep_unset_fields(new: &mut Service, old: &Service) {
     if new.needs_node_ports() {
         for port in &mut new.spec.ports {
             if port.node_port.is_none() {
-                port.node_port = old.spec.ports.iter().find(|o| o.port == port.port && o.protocol == port.protocol).and_then(|o| o.node_port);
+                port.node_port = old
+                    .spec
+                    .ports
+                    .iter()
+                    .find(|o| o.port == port.port && o.protocol == port.protocol)
+                    .and_then(|o| o.node_port);
             }
         }
     }
@@ -274,7 +312,13 @@ pub(crate) fn parsed_ips(svc: &Service) -> Vec<IpAddr> {
 
 /// The NodePorts (and health check port) a stored Service holds.
 pub(crate) fn held_ports(svc: &Service) -> Vec<u16> {
-    let mut ports: Vec<u16> = svc.spec.ports.iter().filter_map(|p| p.node_port).filter_map(|np| u16::try_from(np).ok()).collect();
+    let mut ports: Vec<u16> = svc
+        .spec
+        .ports
+        .iter()
+        .filter_map(|p| p.node_port)
+        .filter_map(|np| u16::try_from(np).ok())
+        .collect();
     if let Some(hc) = svc.spec.health_check_node_port.and_then(|hc| u16::try_from(hc).ok()) {
         ports.push(hc);
     }

@@ -30,6 +30,7 @@ pub struct Snapshot {
     #[serde(default)]
     pub service_cidrs: Vec<ServiceCidr>,
     /// The ClusterIP allocation state.
+    #[serde(rename = "clusterIPs")]
     pub cluster_ips: ClusterIpSnapshot,
     /// The NodePort allocation state.
     pub node_ports: NodePortSnapshot,
@@ -96,14 +97,30 @@ impl ControlPlane {
         for obj in &snapshot.service_cidrs {
             cidrs.extend(obj.spec.cidrs.iter().filter_map(|c| c.parse::<IpNetwork>().ok()));
         }
-        let mut ips = ClusterIpAllocator::new(&cidrs).map_err(|e| RestoreError::Range(e.to_string()))?;
-        ips.restore(&snapshot.cluster_ips).map_err(|e| RestoreError::Range(e.to_string()))?;
+        let mut ips = ClusterIpAllocator::new(cidrs.iter().copied()).map_err(|e| RestoreError::Range(e.to_string()))?;
+        ips.restore(&snapshot.cluster_ips)
+            .map_err(|e| RestoreError::Range(e.to_string()))?;
         let mut ports = NodePortAllocator::new(cp.config.node_ports);
-        ports.restore(&snapshot.node_ports).map_err(|e| RestoreError::Range(e.to_string()))?;
+        ports
+            .restore(&snapshot.node_ports)
+            .map_err(|e| RestoreError::Range(e.to_string()))?;
         cp.cluster_ips = ips;
         cp.node_ports = ports;
-        cp.services = snapshot.services.into_iter().map(|s| ((s.metadata.namespace_or_default().to_string(), s.metadata.name.clone()), s)).collect();
-        cp.service_cidrs = snapshot.service_cidrs.into_iter().map(|c| (c.metadata.name.clone(), c)).collect();
+        cp.services = snapshot
+            .services
+            .into_iter()
+            .map(|s| {
+                (
+                    (s.metadata.namespace_or_default().to_string(), s.metadata.name.clone()),
+                    s,
+                )
+            })
+            .collect();
+        cp.service_cidrs = snapshot
+            .service_cidrs
+            .into_iter()
+            .map(|c| (c.metadata.name.clone(), c))
+            .collect();
         cp.rng = snapshot.rng;
         cp.leases = snapshot.leases;
         cp.leaks = snapshot.leaks;

@@ -37,7 +37,9 @@ pub fn default_service(svc: &mut Service) {
         spec.session_affinity = "None".into();
     }
     if spec.session_affinity == "ClientIP" {
-        let cfg = spec.session_affinity_config.get_or_insert_with(SessionAffinityConfig::default);
+        let cfg = spec
+            .session_affinity_config
+            .get_or_insert_with(SessionAffinityConfig::default);
         let client = cfg.client_ip.get_or_insert_with(ClientIpConfig::default);
         client.timeout_seconds.get_or_insert(DEFAULT_CLIENT_IP_TIMEOUT_SECONDS);
     }
@@ -69,7 +71,10 @@ mod tests {
     fn fills_kubernetes_defaults() {
         let mut svc = Service::default();
         svc.metadata.name = "web".into();
-        svc.spec.ports.push(ServicePort { port: 80, ..Default::default() });
+        svc.spec.ports.push(ServicePort {
+            port: 80,
+            ..Default::default()
+        });
         default_service(&mut svc);
         assert_eq!(svc.metadata.namespace, "default");
         assert_eq!(svc.spec.service_type, "ClusterIP");
@@ -86,7 +91,11 @@ mod tests {
         svc.spec.session_affinity = "ClientIP".into();
         svc.spec.service_type = "LoadBalancer".into();
         default_service(&mut svc);
-        let timeout = svc.spec.session_affinity_config.and_then(|c| c.client_ip).and_then(|c| c.timeout_seconds);
+        let timeout = svc
+            .spec
+            .session_affinity_config
+            .and_then(|c| c.client_ip)
+            .and_then(|c| c.timeout_seconds);
         assert_eq!(timeout, Some(10800));
         assert_eq!(svc.spec.allocate_load_balancer_node_ports, Some(true));
         assert_eq!(svc.spec.external_traffic_policy.as_deref(), Some("Cluster"));

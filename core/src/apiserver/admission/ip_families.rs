@@ -44,10 +44,18 @@ pub fn init_ip_families(svc: &mut Service, old: Option<&Service>, cluster: &[IpF
             }
         } else {
             if svc.spec.cluster_ips.len() < old.spec.cluster_ips.len() && !svc.spec.cluster_ips.is_empty() {
-                errs.push(FieldError::invalid(&policy_path, policy.as_str(), "must be 'SingleStack' to release the secondary cluster IP"));
+                errs.push(FieldError::invalid(
+                    &policy_path,
+                    policy.as_str(),
+                    "must be 'SingleStack' to release the secondary cluster IP",
+                ));
             }
             if svc.spec.ip_families.len() < old.spec.ip_families.len() && !svc.spec.ip_families.is_empty() {
-                errs.push(FieldError::invalid(&policy_path, policy.as_str(), "must be 'SingleStack' to release the secondary IP family"));
+                errs.push(FieldError::invalid(
+                    &policy_path,
+                    policy.as_str(),
+                    "must be 'SingleStack' to release the secondary IP family",
+                ));
             }
         }
     }
@@ -63,14 +71,20 @@ pub fn init_ip_families(svc: &mut Service, old: Option<&Service>, cluster: &[IpF
     }
     let ips = svc.spec.cluster_ips.clone();
     for (i, ip) in ips.iter().enumerate() {
-        let Ok(addr) = ip.parse::<std::net::IpAddr>() else { break };
+        let Ok(addr) = ip.parse::<std::net::IpAddr>() else {
+            break;
+        };
         let fam = IpFamily::of(addr);
         if i >= svc.spec.ip_families.len() {
             if cluster.contains(&fam) {
                 svc.spec.ip_families.push(fam.as_str().to_string());
             } else {
                 let path = FieldPath::new("spec").child("clusterIPs").index(i);
-                errs.push(FieldError::invalid(&path, ip.as_str(), &format!("{fam} is not configured on this cluster")));
+                errs.push(FieldError::invalid(
+                    &path,
+                    ip.as_str(),
+                    &format!("{fam} is not configured on this cluster"),
+                ));
             }
         }
     }
@@ -89,12 +103,20 @@ pub fn init_ip_families(svc: &mut Service, old: Option<&Service>, cluster: &[IpF
         return Ok(());
     }
     if policy == REQUIRE && cluster.len() < 2 {
-        errs.push(FieldError::invalid(&policy_path, policy.as_str(), "this cluster is not configured for dual-stack services"));
+        errs.push(FieldError::invalid(
+            &policy_path,
+            policy.as_str(),
+            "this cluster is not configured for dual-stack services",
+        ));
     }
     for (i, fam) in svc.spec.ip_families.iter().enumerate() {
         if IpFamily::parse(fam).is_none_or(|f| !cluster.contains(&f)) {
             let path = FieldPath::new("spec").child("ipFamilies").index(i);
-            errs.push(FieldError::invalid(&path, fam.as_str(), "not configured on this cluster"));
+            errs.push(FieldError::invalid(
+                &path,
+                fam.as_str(),
+                "not configured on this cluster",
+            ));
         }
     }
     if !errs.is_empty() {
@@ -119,7 +141,10 @@ mod tests {
     fn svc(policy: Option<&str>, families: &[&str], ips: &[&str]) -> Service {
         let mut s = Service::default();
         s.metadata.name = "s".into();
-        s.spec.ports.push(ServicePort { port: 80, ..Default::default() });
+        s.spec.ports.push(ServicePort {
+            port: 80,
+            ..Default::default()
+        });
         s.spec.ip_family_policy = policy.map(str::to_string);
         s.spec.ip_families = families.iter().map(|f| f.to_string()).collect();
         s.spec.cluster_ips = ips.iter().map(|f| f.to_string()).collect();

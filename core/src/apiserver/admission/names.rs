@@ -95,7 +95,10 @@ mod tests {
         assert!(!dns1035_label("My").is_empty());
         assert!(dns1123_label("1svc").is_empty());
         assert!(!dns1123_label("-a").is_empty());
-        assert_eq!(dns1035_label(&"a".repeat(64)), vec!["must be no more than 63 characters".to_string()]);
+        assert_eq!(
+            dns1035_label(&"a".repeat(64)),
+            vec!["must be no more than 63 characters".to_string()]
+        );
         assert!(dns1123_subdomain("db.example.com").is_empty());
         assert!(!dns1123_subdomain("db..example.com").is_empty());
     }
@@ -104,8 +107,14 @@ mod tests {
     fn iana_names() {
         assert!(iana_svc_name("http").is_empty());
         assert!(iana_svc_name("metrics-8080").is_empty());
-        assert_eq!(iana_svc_name("8080"), vec!["must contain at least one letter (a-z)".to_string()]);
-        assert_eq!(iana_svc_name("a--b"), vec!["must not contain consecutive hyphens".to_string()]);
+        assert_eq!(
+            iana_svc_name("8080"),
+            vec!["must contain at least one letter (a-z)".to_string()]
+        );
+        assert_eq!(
+            iana_svc_name("a--b"),
+            vec!["must not contain consecutive hyphens".to_string()]
+        );
         assert_eq!(iana_svc_name("averyveryverylongname").len(), 1);
     }
 }

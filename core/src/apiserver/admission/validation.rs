@@ -37,7 +37,11 @@ pub fn validate_service_update(new: &Service, old: &Service) -> Vec<FieldError> 
     let keeps_ip = new.service_type() != types::EXTERNAL_NAME && old.service_type() != types::EXTERNAL_NAME;
     if keeps_ip && !old.spec.cluster_ip.is_empty() && new.spec.cluster_ip != old.spec.cluster_ip {
         let path = FieldPath::new("spec").child("clusterIP");
-        errs.push(FieldError::invalid(&path, new.spec.cluster_ip.as_str(), "field is immutable"));
+        errs.push(FieldError::invalid(
+            &path,
+            new.spec.cluster_ip.as_str(),
+            "field is immutable",
+        ));
     }
     errs
 }
@@ -45,14 +49,25 @@ pub fn validate_service_update(new: &Service, old: &Service) -> Vec<FieldError> 
 fn validate_metadata(svc: &Service, errs: &mut Vec<FieldError>) {
     let meta = FieldPath::new("metadata");
     if svc.metadata.name.is_empty() {
-        errs.push(FieldError::required(&meta.child("name"), "name or generateName is required"));
+        errs.push(FieldError::required(
+            &meta.child("name"),
+            "name or generateName is required",
+        ));
     } else {
         for msg in dns1035_label(&svc.metadata.name) {
-            errs.push(FieldError::invalid(&meta.child("name"), svc.metadata.name.as_str(), &msg));
+            errs.push(FieldError::invalid(
+                &meta.child("name"),
+                svc.metadata.name.as_str(),
+                &msg,
+            ));
         }
     }
     for msg in dns1123_label(svc.metadata.namespace_or_default()) {
-        errs.push(FieldError::invalid(&meta.child("namespace"), svc.metadata.namespace.as_str(), &msg));
+        errs.push(FieldError::invalid(
+            &meta.child("namespace"),
+            svc.metadata.namespace.as_str(),
+            &msg,
+        ));
     }
 }
 
@@ -74,7 +89,10 @@ fn validate_type(svc: &Service, errs: &mut Vec<FieldError>) {
             }
         }
         if !svc.spec.cluster_ip.is_empty() {
-            errs.push(FieldError::forbidden(&spec.child("clusterIP"), "may not be set for ExternalName services"));
+            errs.push(FieldError::forbidden(
+                &spec.child("clusterIP"),
+                "may not be set for ExternalName services",
+            ));
         }
     }
     if svc.is_headless() && (ty == types::NODE_PORT || ty == types::LOAD_BALANCER) {
@@ -83,7 +101,10 @@ fn validate_type(svc: &Service, errs: &mut Vec<FieldError>) {
     }
     if svc.spec.allocate_load_balancer_node_ports.is_some() && ty != types::LOAD_BALANCER {
         let path = spec.child("allocateLoadBalancerNodePorts");
-        errs.push(FieldError::forbidden(&path, "may only be used when `type` is 'LoadBalancer'"));
+        errs.push(FieldError::forbidden(
+            &path,
+            "may only be used when `type` is 'LoadBalancer'",
+        ));
     }
 }
 
@@ -128,7 +149,11 @@ fn validate_port(port: &ServicePort, path: &FieldPath, multiple: bool, ty: &str,
         errs.push(FieldError::invalid(&path.child("port"), port.port, PORT_RANGE_MSG));
     }
     if !PROTOCOLS.contains(&port.protocol.as_str()) {
-        errs.push(FieldError::unsupported(&path.child("protocol"), port.protocol.as_str(), &PROTOCOLS));
+        errs.push(FieldError::unsupported(
+            &path.child("protocol"),
+            port.protocol.as_str(),
+            &PROTOCOLS,
+        ));
     }
     match &port.target_port {
         Some(IntOrString::Int(t)) if !(1..=65535).contains(t) => {
@@ -156,11 +181,19 @@ fn validate_cluster_ips(svc: &Service, errs: &mut Vec<FieldError>) {
     let ips = &svc.spec.cluster_ips;
     if !svc.spec.cluster_ip.is_empty() && ips.first() != Some(&svc.spec.cluster_ip) {
         let detail = "must match `clusterIP`";
-        errs.push(FieldError::invalid(&spec.child("clusterIPs").index(0), BadValue::StrList(ips.clone()), detail));
+        errs.push(FieldError::invalid(
+            &spec.child("clusterIPs").index(0),
+            BadValue::StrList(ips.clone()),
+            detail,
+        ));
     }
     if ips.len() > 2 {
         let detail = "may only hold up to 2 values";
-        errs.push(FieldError::invalid(&spec.child("clusterIPs"), BadValue::StrList(ips.clone()), detail));
+        errs.push(FieldError::invalid(
+            &spec.child("clusterIPs"),
+            BadValue::StrList(ips.clone()),
+            detail,
+        ));
     }
     let mut families = Vec::new();
     for (i, ip) in ips.iter().enumerate() {
@@ -179,14 +212,22 @@ fn validate_cluster_ips(svc: &Service, errs: &mut Vec<FieldError>) {
     if let [(_, a), (i, b)] = families.as_slice() {
         if a == b {
             let detail = "may not have the same family as clusterIPs[0]";
-            errs.push(FieldError::invalid(&spec.child("clusterIPs").index(*i), ips[*i].as_str(), detail));
+            errs.push(FieldError::invalid(
+                &spec.child("clusterIPs").index(*i),
+                ips[*i].as_str(),
+                detail,
+            ));
         }
     }
     for (i, fam) in &families {
         if let Some(requested) = svc.spec.ip_families.get(*i) {
             if requested != fam.as_str() && IpFamily::parse(requested).is_some() {
                 let detail = format!("expected an {requested} value as indicated by `ipFamilies[{i}]`");
-                errs.push(FieldError::invalid(&spec.child("clusterIPs").index(*i), ips[*i].as_str(), &detail));
+                errs.push(FieldError::invalid(
+                    &spec.child("clusterIPs").index(*i),
+                    ips[*i].as_str(),
+                    &detail,
+                ));
             }
         }
     }
@@ -196,13 +237,21 @@ fn validate_families(svc: &Service, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
     if let Some(policy) = svc.spec.ip_family_policy.as_deref() {
         if !POLICIES.contains(&policy) {
-            errs.push(FieldError::unsupported(&spec.child("ipFamilyPolicy"), policy, &POLICIES));
+            errs.push(FieldError::unsupported(
+                &spec.child("ipFamilyPolicy"),
+                policy,
+                &POLICIES,
+            ));
         }
     }
     let fams = &svc.spec.ip_families;
     if fams.len() > 2 {
         let detail = "may specify no more than one IP for each IP family";
-        errs.push(FieldError::invalid(&spec.child("ipFamilies"), BadValue::StrList(fams.clone()), detail));
+        errs.push(FieldError::invalid(
+            &spec.child("ipFamilies"),
+            BadValue::StrList(fams.clone()),
+            detail,
+        ));
     }
     let mut seen = BTreeSet::new();
     for (i, fam) in fams.iter().enumerate() {
@@ -214,7 +263,10 @@ fn validate_families(svc: &Service, errs: &mut Vec<FieldError>) {
         }
     }
     if svc.service_type() == types::EXTERNAL_NAME && !fams.is_empty() {
-        errs.push(FieldError::forbidden(&spec.child("ipFamilies"), "may not be set for ExternalName services"));
+        errs.push(FieldError::forbidden(
+            &spec.child("ipFamilies"),
+            "may not be set for ExternalName services",
+        ));
     }
 }
 
@@ -222,38 +274,68 @@ fn validate_affinity(svc: &Service, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
     match svc.spec.session_affinity.as_str() {
         "None" => {
-            if svc.spec.session_affinity_config.as_ref().is_some_and(|c| c.client_ip.is_some()) {
+            if svc
+                .spec
+                .session_affinity_config
+                .as_ref()
+                .is_some_and(|c| c.client_ip.is_some())
+            {
                 let path = spec.child("sessionAffinityConfig");
-                errs.push(FieldError::invalid(&path, "ClientIP", "must not be set when session affinity is None"));
+                errs.push(FieldError::invalid(
+                    &path,
+                    "ClientIP",
+                    "must not be set when session affinity is None",
+                ));
             }
         }
         "ClientIP" => {
-            let timeout = svc.spec.session_affinity_config.as_ref().and_then(|c| c.client_ip.as_ref()).and_then(|c| c.timeout_seconds);
+            let timeout = svc
+                .spec
+                .session_affinity_config
+                .as_ref()
+                .and_then(|c| c.client_ip.as_ref())
+                .and_then(|c| c.timeout_seconds);
             if let Some(t) = timeout.filter(|t| *t <= 0 || *t > MAX_AFFINITY_TIMEOUT) {
-                let path = spec.child("sessionAffinityConfig").child("clientIP").child("timeoutSeconds");
+                let path = spec
+                    .child("sessionAffinityConfig")
+                    .child("clientIP")
+                    .child("timeoutSeconds");
                 let detail = format!("must be greater than 0 and less than {MAX_AFFINITY_TIMEOUT}");
                 errs.push(FieldError::invalid(&path, t, &detail));
             }
         }
-        other => errs.push(FieldError::unsupported(&spec.child("sessionAffinity"), other, &["ClientIP", "None"])),
+        other => errs.push(FieldError::unsupported(
+            &spec.child("sessionAffinity"),
+            other,
+            &["ClientIP", "None"],
+        )),
     }
 }
 
 fn validate_traffic_policies(svc: &Service, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
     let ty = svc.service_type();
-    let externally_accessible = ty == types::NODE_PORT || ty == types::LOAD_BALANCER || !svc.spec.external_ips.is_empty();
+    let externally_accessible =
+        ty == types::NODE_PORT || ty == types::LOAD_BALANCER || !svc.spec.external_ips.is_empty();
     if let Some(p) = svc.spec.external_traffic_policy.as_deref() {
         let path = spec.child("externalTrafficPolicy");
         if p != "Cluster" && p != "Local" {
             errs.push(FieldError::unsupported(&path, p, &["Cluster", "Local"]));
         } else if !externally_accessible {
-            errs.push(FieldError::invalid(&path, p, "may only be set for externally-accessible services"));
+            errs.push(FieldError::invalid(
+                &path,
+                p,
+                "may only be set for externally-accessible services",
+            ));
         }
     }
     if let Some(p) = svc.spec.internal_traffic_policy.as_deref() {
         if p != "Cluster" && p != "Local" {
-            errs.push(FieldError::unsupported(&spec.child("internalTrafficPolicy"), p, &["Cluster", "Local"]));
+            errs.push(FieldError::unsupported(
+                &spec.child("internalTrafficPolicy"),
+                p,
+                &["Cluster", "Local"],
+            ));
         }
     }
     if let Some(hc) = svc.spec.health_check_node_port.filter(|hc| *hc != 0) {
@@ -271,7 +353,11 @@ fn validate_external_ips(svc: &Service, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
     for (i, ip) in svc.spec.external_ips.iter().enumerate() {
         if parse_ip(ip).is_none() {
-            errs.push(FieldError::invalid(&spec.child("externalIPs").index(i), ip.as_str(), IP_MSG));
+            errs.push(FieldError::invalid(
+                &spec.child("externalIPs").index(i),
+                ip.as_str(),
+                IP_MSG,
+            ));
         }
     }
     if let Some(ip) = svc.spec.load_balancer_ip.as_deref().filter(|ip| !ip.is_empty()) {
@@ -279,10 +365,19 @@ fn validate_external_ips(svc: &Service, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::invalid(&spec.child("loadBalancerIP"), ip, IP_MSG));
         }
     }
-    let ingress = svc.status.load_balancer.as_ref().map(|lb| lb.ingress.as_slice()).unwrap_or_default();
+    let ingress = svc
+        .status
+        .load_balancer
+        .as_ref()
+        .map(|lb| lb.ingress.as_slice())
+        .unwrap_or_default();
     for (i, ing) in ingress.iter().enumerate() {
         if let Some(ip) = ing.ip.as_deref().filter(|ip| parse_ip(ip).is_none()) {
-            let path = FieldPath::new("status").child("loadBalancer").child("ingress").index(i).child("ip");
+            let path = FieldPath::new("status")
+                .child("loadBalancer")
+                .child("ingress")
+                .index(i)
+                .child("ip");
             errs.push(FieldError::invalid(&path, ip, IP_MSG));
         }
     }
@@ -328,37 +423,66 @@ mod tests {
             ]
         );
         let m = messages(&format!("{HEAD}spec:\n  ports: [{{port: 80, protocol: ICMP}}]\n"));
-        assert_eq!(m, vec!["spec.ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"".to_string()]);
+        assert_eq!(
+            m,
+            vec![
+                "spec.ports[0].protocol: Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+                    .to_string()
+            ]
+        );
     }
 
     #[test]
     fn node_port_forbidden_on_cluster_ip() {
         let m = messages(&format!("{HEAD}spec:\n  ports: [{{port: 80, nodePort: 30080}}]\n"));
-        assert_eq!(m, vec!["spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'".to_string()]);
+        assert_eq!(
+            m,
+            vec!["spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'".to_string()]
+        );
     }
 
     #[test]
     fn external_name_and_headless_rules() {
         let m = messages(&format!("{HEAD}spec:\n  type: ExternalName\n"));
         assert_eq!(m, vec!["spec.externalName: Required value".to_string()]);
-        let m = messages(&format!("{HEAD}spec:\n  type: NodePort\n  clusterIP: None\n  ports: [{{port: 80}}]\n"));
-        assert_eq!(m, vec!["spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services".to_string()]);
+        let m = messages(&format!(
+            "{HEAD}spec:\n  type: NodePort\n  clusterIP: None\n  ports: [{{port: 80}}]\n"
+        ));
+        assert_eq!(
+            m,
+            vec![
+                "spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services"
+                    .to_string()
+            ]
+        );
         assert!(messages(&format!("{HEAD}spec:\n  clusterIP: None\n")).is_empty());
     }
 
     #[test]
     fn immutable_cluster_ip() {
-        let old = svc(&format!("{HEAD}spec:\n  clusterIP: 10.96.0.5\n  ports: [{{port: 80}}]\n"));
-        let new = svc(&format!("{HEAD}spec:\n  clusterIP: 10.96.0.6\n  ports: [{{port: 80}}]\n"));
-        let m: Vec<String> = validate_service_update(&new, &old).iter().map(ToString::to_string).collect();
-        assert_eq!(m, vec!["spec.clusterIP: Invalid value: \"10.96.0.6\": field is immutable".to_string()]);
+        let old = svc(&format!(
+            "{HEAD}spec:\n  clusterIP: 10.96.0.5\n  ports: [{{port: 80}}]\n"
+        ));
+        let new = svc(&format!(
+            "{HEAD}spec:\n  clusterIP: 10.96.0.6\n  ports: [{{port: 80}}]\n"
+        ));
+        let m: Vec<String> = validate_service_update(&new, &old)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            m,
+            vec!["spec.clusterIP: Invalid value: \"10.96.0.6\": field is immutable".to_string()]
+        );
     }
 
     #[test]
     fn bad_values_are_quoted() {
         let m = messages(&format!("{HEAD}spec:\n  type: Frob\n  ports: [{{port: 80}}]\n"));
         assert_eq!(m[0], "spec.type: Unsupported value: \"Frob\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"");
-        let m = messages(&format!("{HEAD}spec:\n  clusterIP: 10.96.0.300\n  ports: [{{port: 80}}]\n"));
+        let m = messages(&format!(
+            "{HEAD}spec:\n  clusterIP: 10.96.0.300\n  ports: [{{port: 80}}]\n"
+        ));
         assert_eq!(m, vec!["spec.clusterIPs[0]: Invalid value: \"10.96.0.300\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".to_string()]);
         let m = messages(&format!("{HEAD}spec:\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {{clientIP: {{timeoutSeconds: 0}}}}\n  ports: [{{port: 80}}]\n"));
         assert_eq!(m, vec!["spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 0: must be greater than 0 and less than 86400".to_string()]);
