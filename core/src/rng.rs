@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A deterministic SplitMix64 generator.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rng {
     state: u64,
 }

@@ -10,6 +10,7 @@ use crate::apiserver::admission::{default_service, init_ip_families, validate_se
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
 use crate::family::IpFamily;
 use crate::field::{BadValue, FieldError, FieldPath};
+use crate::rng::Rng;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -18,6 +19,9 @@ use std::net::IpAddr;
 struct Taken {
     ips: Vec<IpAddr>,
     ports: Vec<u16>,
+    /// The generator before the request, so a refused request does not
+    /// change later allocations either.
+    rng: Rng,
 }
 
 impl ControlPlane {
@@ -59,12 +63,15 @@ impl ControlPlane {
             return Err(ApiError::invalid("Service", &name, errs));
         }
         init_ip_families(&mut svc, None, &self.families()).map_err(|e| ApiError::invalid("Service", &name, e))?;
-        let mut taken = Taken::default();
+        let mut taken = Taken {
+            rng: self.rng.clone(),
+            ..Taken::default()
+        };
         let result = self
             .allocate_cluster_ips(&mut svc, &[], &mut taken)
             .and_then(|_| self.allocate_node_ports(&mut svc, &[], &mut taken));
         if let Err(e) = result {
-            self.give_back(&taken);
+            self.give_back(taken);
             return Err(e);
         }
         self.stamp(&mut svc);
@@ -83,12 +90,15 @@ impl ControlPlane {
         init_ip_families(&mut svc, Some(&old), &self.families()).map_err(|e| ApiError::invalid("Service", &name, e))?;
         let old_ips = parsed_ips(&old);
         let old_ports = held_ports(&old);
-        let mut taken = Taken::default();
+        let mut taken = Taken {
+            rng: self.rng.clone(),
+            ..Taken::default()
+        };
         let result = self
             .allocate_cluster_ips(&mut svc, &old_ips, &mut taken)
             .and_then(|_| self.allocate_node_ports(&mut svc, &old_ports, &mut taken));
         if let Err(e) = result {
-            self.give_back(&taken);
+            self.give_back(taken);
             return Err(e);
         }
         let new_ips = parsed_ips(&svc);
@@ -256,13 +266,14 @@ impl ControlPlane {
         Ok(())
     }
 
-    fn give_back(&mut self, taken: &Taken) {
+    fn give_back(&mut self, taken: Taken) {
         for ip in &taken.ips {
             self.cluster_ips.release(*ip);
         }
         for port in &taken.ports {
             self.node_ports.release(*port);
         }
+        self.rng = taken.rng;
     }
 
     fn release_service(&mut self, svc: &Service) {
