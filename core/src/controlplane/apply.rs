@@ -212,3 +212,58 @@ impl ControlPlane {
         Ok(obj)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::ClusterConfig;
+
+    const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n";
+
+    #[test]
+    fn reports_like_kubectl_apply() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let lines = |r: Vec<Result<Applied, ApiError>>| -> Vec<String> {
+            r.into_iter()
+                .map(|a| a.map(|a| a.kubectl_line()).unwrap_or_else(|e| e.to_string()))
+                .collect()
+        };
+        assert_eq!(lines(cp.apply_manifest(WEB).unwrap()), vec!["service/web created"]);
+        assert_eq!(lines(cp.apply_manifest(WEB).unwrap()), vec!["service/web unchanged"]);
+        let changed = WEB.replace("port: 80", "port: 81");
+        assert_eq!(
+            lines(cp.apply_manifest(&changed).unwrap()),
+            vec!["service/web configured"]
+        );
+    }
+
+    #[test]
+    fn one_bad_object_does_not_stop_the_others() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let text = format!(
+            "{WEB}---\napiVersion: v1\nkind: Service\nmetadata: {{name: bad}}\nspec: {{ports: [{{port: 0}}]}}\n"
+        );
+        let results = cp.apply_manifest(&text).unwrap();
+        assert!(results[0].is_ok());
+        let err = results[1].as_ref().unwrap_err();
+        assert_eq!(err.reason(), "Invalid");
+        assert!(cp.service("default", "web").is_some());
+        assert!(cp.service("default", "bad").is_none());
+    }
+
+    #[test]
+    fn unparsable_manifest_changes_nothing() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let before = cp.clone();
+        let err = cp.apply_manifest(&format!("{WEB}---\nkind: [\n")).unwrap_err();
+        assert_eq!(err.reason(), "BadRequest");
+        assert_eq!(cp, before);
+    }
+
+    #[test]
+    fn unknown_kinds_are_named() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let err = cp.delete("frobs", "default", "x").unwrap_err();
+        assert_eq!(err.to_string(), "the server doesn't have a resource type \"frobs\"");
+    }
+}
