@@ -87,6 +87,13 @@ pub struct RangeSnapshot {
     pub runs: Vec<[u128; 2]>,
 }
 
+/// A free offset, and the first offset of the run that ends just before it.
+#[derive(Clone, Copy, Debug)]
+struct FreeSlot {
+    offset: u128,
+    left_run: Option<u128>,
+}
+
 /// Offsets `0..size` split into a static band `[0, static_len)` and a dynamic
 /// band `[static_len, size)`, with the allocated ones kept as merged runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,11 +154,13 @@ impl BandedRange {
                 size: self.size,
             });
         }
-        if self.is_allocated(offset) {
-            return Err(RangeError::AlreadyAllocated { offset });
+        match self.first_free_from(offset, self.size) {
+            Some(slot) if slot.offset == offset => {
+                self.insert_free(slot);
+                Ok(())
+            }
+            _ => Err(RangeError::AlreadyAllocated { offset }),
         }
-        self.insert_free(offset);
-        Ok(())
     }
 
     /// Allocates a free offset the way Kubernetes' `randomScanStrategyWithOffset`
@@ -162,25 +171,33 @@ impl BandedRange {
     /// One draw from `rng` per call that finds space (none when full). Runs
     /// are jumped over whole, so a call costs `O(log runs)`.
     pub fn allocate_next(&mut self, rng: &mut Rng) -> Option<u128> {
-        let offset = if self.used_dynamic < self.size - self.static_len {
+        let slot = if self.used_dynamic < self.size - self.static_len {
             self.pick_in_band(self.static_len, self.size, rng)
         } else if self.used_static < self.static_len {
             self.pick_in_band(0, self.static_len, rng)
         } else {
             None
         }?;
-        self.insert_free(offset);
-        Some(offset)
+        self.insert_free(slot);
+        Some(slot.offset)
     }
 
     /// Frees `offset`; `false` if it was not allocated.
     pub fn release(&mut self, offset: u128) -> bool {
-        let Some((first, last)) = self.run_containing(offset) else {
-            return false;
+        // One search finds the run; shrink it in place when it starts
+        // before `offset`, then add the part after `offset` as its own run.
+        let (first, last) = match self.runs.range_mut(..=offset).next_back() {
+            Some((&first, last)) if *last >= offset => {
+                let old_last = *last;
+                if first < offset {
+                    *last = offset - 1;
+                }
+                (first, old_last)
+            }
+            _ => return false,
         };
-        self.runs.remove(&first);
-        if first < offset {
-            self.runs.insert(first, offset - 1);
+        if first == offset {
+            self.runs.remove(&first);
         }
         if offset < last {
             self.runs.insert(offset + 1, last);
@@ -280,32 +297,48 @@ impl BandedRange {
 
     /// The first free offset in `[from, band_end)`, jumping over the run that
     /// contains `from` (the offset after a run is free: runs never touch).
-    fn first_free_from(&self, from: u128, band_end: u128) -> Option<u128> {
-        let candidate = match self.run_containing(from) {
-            Some((_, last)) => last.checked_add(1)?,
-            None => from,
+    /// One search also tells which run ends just before it.
+    fn first_free_from(&self, from: u128, band_end: u128) -> Option<FreeSlot> {
+        let slot = match self.runs.range(..=from).next_back() {
+            Some((&first, &last)) if last >= from => FreeSlot {
+                offset: last.checked_add(1)?,
+                left_run: Some(first),
+            },
+            Some((&first, &last)) if last.checked_add(1) == Some(from) => FreeSlot {
+                offset: from,
+                left_run: Some(first),
+            },
+            _ => FreeSlot {
+                offset: from,
+                left_run: None,
+            },
         };
-        (candidate < band_end).then_some(candidate)
+        (slot.offset < band_end).then_some(slot)
     }
 
     /// A random start in `[band_start, band_end)`, then the first free offset
     /// upward with wrap-around inside the band.
-    fn pick_in_band(&self, band_start: u128, band_end: u128, rng: &mut Rng) -> Option<u128> {
+    fn pick_in_band(&self, band_start: u128, band_end: u128, rng: &mut Rng) -> Option<FreeSlot> {
         let start = band_start + rng.below(band_end - band_start);
         self.first_free_from(start, band_end)
             .or_else(|| self.first_free_from(band_start, band_end))
     }
 
-    /// Marks a free, in-range `offset` allocated, merging it with the runs
-    /// that end just before or start just after it.
-    fn insert_free(&mut self, offset: u128) {
-        let left = offset.checked_sub(1).and_then(|before| {
-            self.run_containing(before)
-                .filter(|&(_, last)| last == before)
-                .map(|(first, _)| first)
-        });
-        let right = offset.checked_add(1).and_then(|after| self.runs.remove(&after));
-        self.runs.insert(left.unwrap_or(offset), right.unwrap_or(offset));
+    /// Marks a free, in-range slot allocated, merging it with the run that
+    /// ends just before it (extended in place) and the one starting just
+    /// after it (removed).
+    fn insert_free(&mut self, slot: FreeSlot) {
+        let offset = slot.offset;
+        let last = offset
+            .checked_add(1)
+            .and_then(|after| self.runs.remove(&after))
+            .unwrap_or(offset);
+        match slot.left_run.and_then(|first| self.runs.get_mut(&first)) {
+            Some(left_last) => *left_last = last,
+            None => {
+                self.runs.insert(offset, last);
+            }
+        }
         if offset < self.static_len {
             self.used_static += 1;
         } else {
