@@ -9,7 +9,7 @@
 //!
 //! Criterion measures every scenario. Then, in the same run, each scenario is
 //! timed again with `std::time::Instant` and the figures are written to
-//! `target/bench-results/allocation.json` and `allocation.md` (time per
+//! `benchmarks/allocation.json` and `benchmarks/allocation.md` (committed, quoted by the README) (time per
 //! operation and the 99 %-full / 0 %-full ratio). Run with
 //! `cargo bench --bench allocation`; under `cargo test` (no `--bench`
 //! argument) criterion only smoke-tests and no figures are written.
@@ -322,12 +322,8 @@ fn find(figures: &[Figure], name: &str) -> f64 {
 }
 
 fn results_dir() -> PathBuf {
-    // The bench binary lives in <target>/<profile>/deps/.
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(|dir| dir.to_path_buf()))
-        .unwrap_or_else(|| PathBuf::from("target"))
-        .join("bench-results")
+    // The committed results folder the README quotes: <workspace>/benchmarks.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("benchmarks")
 }
 
 fn write_results(figures: &[Figure]) -> std::io::Result<PathBuf> {
