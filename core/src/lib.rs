@@ -15,6 +15,7 @@
 //! - [`controlplane`]: the state that takes Service create/update/delete and
 //!   ties the allocators together.
 //! - [`dns`]: DNS records per the Kubernetes DNS specification.
+//! - [`kubectl`]: `kubectl get` tables.
 //! - [`scenario`]: runs behaviour vectors (configuration + ordered actions)
 //!   against the control plane; shared by the native and wasm test runners.
 
@@ -24,6 +25,7 @@ pub mod controlplane;
 pub mod dns;
 pub mod family;
 pub mod field;
+pub mod kubectl;
 pub mod rng;
 pub mod scenario;
 pub mod time;

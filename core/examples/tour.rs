@@ -1,0 +1,167 @@
+//! A narrated tour of what the svcnet core does with Services today:
+//! service CIDR validation, ClusterIP allocation (the `kubernetes` Service
+//! first), NodePorts, admission errors, DNS records, snapshots and repair.
+//!
+//! `make demo` runs it on `examples/services.yaml`:
+//!
+//!     cargo run -p svcnet-core --example tour -- \
+//!         [--service-cluster-ip-range CIDR[,CIDR]] [--seed N] [MANIFEST...]
+
+use std::process::ExitCode;
+use svcnet_core::api::Service;
+use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
+use svcnet_core::kubectl::services_table;
+
+fn say(title: &str, text: &str) {
+    println!("\n== {title}\n{}", text.trim_end());
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
+}
+
+fn parse_args() -> Result<(ClusterConfig, Vec<String>), String> {
+    let mut config = ClusterConfig {
+        seed: 1,
+        ..Default::default()
+    };
+    let mut files = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--service-cluster-ip-range" => {
+                config.service_cluster_ip_range = args.next().ok_or("--service-cluster-ip-range needs a value")?
+            }
+            "--seed" => {
+                let v = args.next().ok_or("--seed needs a value")?;
+                config.seed = v.parse().map_err(|_| format!("--seed {v:?}: not a whole number"))?;
+            }
+            "-h" | "--help" => {
+                return Err("usage: tour [--service-cluster-ip-range CIDR[,CIDR]] [--seed N] [MANIFEST...]".into());
+            }
+            _ => files.push(arg),
+        }
+    }
+    if files.is_empty() {
+        files.push(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/services.yaml").to_string());
+    }
+    Ok((config, files))
+}
+
+fn main() -> ExitCode {
+    let (config, files) = match parse_args() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    say(
+        "1. The service CIDR",
+        &format!(
+            "kube-apiserver is started with --service-cluster-ip-range={}.\n\
+             Every ClusterIP comes from this range. svcnet checks it the way Kubernetes does\n\
+             (at least 8 addresses, at most one IPv4 and one IPv6 CIDR) and also refuses\n\
+             overlaps with pods, nodes, loopback, link-local and multicast.",
+            config.service_cluster_ip_range
+        ),
+    );
+    for bad in ["10.96.0.0/30", "10.96.0.0/12,10.200.0.0/16", "fd00::/48"] {
+        let err = ControlPlane::new(ClusterConfig {
+            service_cluster_ip_range: bad.into(),
+            ..config.clone()
+        })
+        .err();
+        println!(
+            "    {bad:<28} -> {}",
+            err.map_or("accepted".to_string(), |e| e.to_string())
+        );
+    }
+    let mut cp = match ControlPlane::new(config) {
+        Ok(cp) => cp,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let usage = &cp.cluster_ip_allocator().usage()[0];
+    say(
+        "2. The first address belongs to `kubernetes`",
+        &format!(
+            "The cluster starts with one Service, default/kubernetes, on the first address\n\
+             ({}). Pods reach the API server there. The range {} has {} usable addresses;\n\
+             its static band {}-{} is kept for Services that pick their own IP,\n\
+             and random picks come from the dynamic band {}-{}.",
+            cp.kubernetes_ip(),
+            usage.cidr,
+            usage.size,
+            usage.static_first.map_or("-".into(), |a| a.to_string()),
+            usage.static_last.map_or("-".into(), |a| a.to_string()),
+            usage.dynamic_first.map_or("-".into(), |a| a.to_string()),
+            usage.dynamic_last.map_or("-".into(), |a| a.to_string()),
+        ),
+    );
+    for file in &files {
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: cannot read {file}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let results = match cp.apply_manifest(&text) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {file}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let lines: Vec<String> = results
+            .iter()
+            .map(|r| {
+                r.as_ref().map_or_else(
+                    |e| format!("Error from server ({}): {e}", e.reason()),
+                    |a| a.kubectl_line(),
+                )
+            })
+            .collect();
+        say(&format!("3. kubectl apply -f {file}"), &indent(&lines.join("\n")));
+    }
+    let services: Vec<&Service> = cp.services().collect();
+    say("4. kubectl get svc -A", &indent(&services_table(&services, true)));
+    let clash = "apiVersion: v1\nkind: Service\nmetadata: {name: dns-copy}\nspec: {clusterIP: 10.96.0.10, ports: [{port: 53}]}\n";
+    if let Ok(results) = cp.apply_manifest(clash) {
+        for r in results.into_iter().filter_map(Result::err) {
+            say(
+                "5. Two Services cannot share a ClusterIP",
+                &format!("Asking for 10.96.0.10 again is refused with Kubernetes' own message:\n    {r}"),
+            );
+        }
+    }
+    let _ = cp.delete_service("default", "kubernetes");
+    let back = cp
+        .service("default", "kubernetes")
+        .map_or("(missing!)".to_string(), |s| s.spec.cluster_ip.clone());
+    say(
+        "6. Deleting `kubernetes` does not lose its address",
+        &format!("kubectl delete svc kubernetes ... and it is back at once, on {back}."),
+    );
+    say(
+        "7. DNS records (kubernetes/dns specification 1.1.0)",
+        &indent(&cp.dns_zone()),
+    );
+    let snapshot = cp.snapshot();
+    let json = serde_json::to_string(&snapshot).unwrap_or_default();
+    let events = cp.repair();
+    say(
+        "8. State and repair",
+        &format!(
+            "The whole state is a {}-byte snapshot (what the agent keeps in its state file);\n\
+             restoring it gives the same cluster. The repair loop found {} problem(s).",
+            json.len(),
+            events.len()
+        ),
+    );
+    println!("\nNext: the IPVS agent and the browser playground are not built yet (see README, Status).");
+    ExitCode::SUCCESS
+}

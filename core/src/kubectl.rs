@@ -1,0 +1,136 @@
+//! Text the way `kubectl` prints it: `kubectl get svc` tables.
+//!
+//! Columns follow kubectl's: NAMESPACE (with `-A`), NAME, TYPE, CLUSTER-IP,
+//! EXTERNAL-IP, PORT(S). AGE is left out: the core has no wall clock.
+
+use crate::api::service::{types, Service};
+
+/// `kubectl get svc` for these Services, one row each, columns padded to
+/// the widest cell plus three spaces as kubectl does.
+pub fn services_table(services: &[&Service], all_namespaces: bool) -> String {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut header = vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)"];
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    rows.push(header.iter().map(|s| s.to_string()).collect());
+    for svc in services {
+        let mut row = vec![
+            svc.metadata.name.clone(),
+            svc.service_type().to_string(),
+            cluster_ip(svc),
+            external_ip(svc),
+            ports(svc),
+        ];
+        if all_namespaces {
+            row.insert(0, svc.metadata.namespace_or_default().to_string());
+        }
+        rows.push(row);
+    }
+    render(&rows)
+}
+
+fn cluster_ip(svc: &Service) -> String {
+    if svc.service_type() == types::EXTERNAL_NAME || svc.spec.cluster_ip.is_empty() {
+        "<none>".into()
+    } else {
+        svc.spec.cluster_ip.clone()
+    }
+}
+
+fn external_ip(svc: &Service) -> String {
+    if svc.service_type() == types::EXTERNAL_NAME {
+        return svc.spec.external_name.clone().unwrap_or_else(|| "<none>".into());
+    }
+    let mut ips = svc.spec.external_ips.clone();
+    if svc.service_type() == types::LOAD_BALANCER {
+        let ingress = svc
+            .status
+            .load_balancer
+            .as_ref()
+            .map(|lb| lb.ingress.as_slice())
+            .unwrap_or_default();
+        ips.extend(
+            ingress
+                .iter()
+                .filter_map(|i| i.ip.clone().or_else(|| i.hostname.clone())),
+        );
+        if ips.is_empty() {
+            return "<pending>".into();
+        }
+    }
+    if ips.is_empty() {
+        "<none>".into()
+    } else {
+        ips.join(",")
+    }
+}
+
+fn ports(svc: &Service) -> String {
+    if svc.spec.ports.is_empty() {
+        return "<none>".into();
+    }
+    let parts: Vec<String> = svc
+        .spec
+        .ports
+        .iter()
+        .map(|p| match p.node_port {
+            Some(np) => format!("{}:{}/{}", p.port, np, p.protocol),
+            None => format!("{}/{}", p.port, p.protocol),
+        })
+        .collect();
+    parts.join(",")
+}
+
+fn render(rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}", width = widths[c] + 3));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::{ClusterConfig, ControlPlane};
+
+    #[test]
+    fn table_like_kubectl() {
+        let mut cp = ControlPlane::new(ClusterConfig {
+            seed: 1,
+            ..Default::default()
+        })
+        .unwrap();
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  type: NodePort\n  clusterIP: 10.96.0.20\n  ports: [{port: 80, nodePort: 30080}]\n---\napiVersion: v1\nkind: Service\nmetadata: {name: ext}\nspec: {type: ExternalName, externalName: db.example.com}\n";
+        for r in cp.apply_manifest(text).unwrap() {
+            r.unwrap();
+        }
+        let services: Vec<&Service> = cp.services().collect();
+        assert_eq!(
+            services_table(&services, false),
+            "NAME         TYPE           CLUSTER-IP   EXTERNAL-IP      PORT(S)\n\
+             ext          ExternalName   <none>       db.example.com   <none>\n\
+             kubernetes   ClusterIP      10.96.0.1    <none>           443/TCP\n\
+             web          NodePort       10.96.0.20   <none>           80:30080/TCP\n"
+        );
+    }
+}
