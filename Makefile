@@ -1,0 +1,85 @@
+# svcnet: build, test and demo entry points.
+#
+#   make test    everything CI runs (.ci/run is `make test`)
+#   make demo    the demo
+#
+# Every target that needs something installed installs it itself
+# (idempotently), so these work on a fresh Debian 12 machine as root.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+# `make -j test` must still run the steps one after another, in order.
+.NOTPARALLEL:
+
+CARGO ?= cargo
+WASM := scripts/wasm-toolchain.sh
+# The core's scenario runner example that `make demo` runs, once it exists.
+DEMO_EXAMPLE ?= scenario
+BENCH_RESULTS := target/bench-results
+
+step = @printf '\n==> make %s\n' '$@'
+
+.PHONY: help deps fmt fmt-check clippy unit test-release wasm-check wasm-env \
+	bench test demo
+
+help: ## List the targets
+	@echo 'Usage: make <target>'
+	@echo
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## Install what the tests need (the wasm32 toolchain fallback); idempotent
+	$(step)
+	$(WASM) install
+
+fmt: ## Format all Rust code (cargo fmt --all)
+	$(step)
+	$(CARGO) fmt --all
+
+fmt-check: ## Check formatting (cargo fmt --all -- --check)
+	$(step)
+	$(CARGO) fmt --all -- --check
+
+clippy: ## Lint, warnings are errors (cargo clippy --workspace --all-targets -- -D warnings)
+	$(step)
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit: ## Unit and integration tests (cargo test --workspace)
+	$(step)
+	$(CARGO) test --workspace
+
+test-release: ## Expensive tests marked #[ignore], optimised (cargo test --workspace --release -- --ignored)
+	$(step)
+	$(CARGO) test --workspace --release -- --ignored
+
+wasm-check: ## Prove svcnet-core builds for wasm32-unknown-unknown (installs the toolchain if needed)
+	$(step)
+	$(WASM) build svcnet-core
+
+wasm-env: ## Show which wasm32 route (rustup or Debian fallback) is used
+	@$(WASM) env
+
+bench: ## Benchmarks (cargo bench -p svcnet-core); results in target/bench-results/*.md
+	$(step)
+	$(CARGO) bench -p svcnet-core
+	@echo
+	@shopt -s nullglob; results=($(BENCH_RESULTS)/*.md); \
+	if (( $${#results[@]} )); then \
+		echo "Benchmark results:"; printf '  %s\n' "$${results[@]}"; \
+	else \
+		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
+	fi
+
+test: fmt-check clippy unit test-release wasm-check ## Everything CI runs: fmt-check clippy unit test-release wasm-check
+	@printf '\n==> make test: all steps passed\n'
+
+demo: ## Run the demo (for now: the core's scenario runner example, if it exists)
+	$(step)
+	@if [[ -f core/examples/$(DEMO_EXAMPLE).rs || -f core/examples/$(DEMO_EXAMPLE)/main.rs ]]; then \
+		set -x; $(CARGO) run --release -p svcnet-core --example $(DEMO_EXAMPLE); \
+	else \
+		echo "make demo: not implemented yet (see README, Status): there is no"; \
+		echo "core/examples/$(DEMO_EXAMPLE).rs scenario runner, and the agent and the"; \
+		echo "playground do not exist yet."; \
+		exit 1; \
+	fi
