@@ -14,9 +14,7 @@ SHELL := bash
 
 CARGO ?= cargo
 WASM := scripts/wasm-toolchain.sh
-# The core's scenario runner example that `make demo` runs, once it exists.
-DEMO_EXAMPLE ?= scenario
-BENCH_RESULTS := target/bench-results
+BENCH_RESULTS := benchmarks
 
 step = @printf '\n==> make %s\n' '$@'
 
@@ -59,7 +57,7 @@ wasm-check: ## Prove svcnet-core builds for wasm32-unknown-unknown (installs the
 wasm-env: ## Show which wasm32 route (rustup or Debian fallback) is used
 	@$(WASM) env
 
-bench: ## Benchmarks (cargo bench -p svcnet-core); results in target/bench-results/*.md
+bench: ## Benchmarks (cargo bench -p svcnet-core); figures written to benchmarks/*.md
 	$(step)
 	$(CARGO) bench -p svcnet-core
 	@echo
@@ -73,13 +71,6 @@ bench: ## Benchmarks (cargo bench -p svcnet-core); results in target/bench-resul
 test: fmt-check clippy unit test-release wasm-check ## Everything CI runs: fmt-check clippy unit test-release wasm-check
 	@printf '\n==> make test: all steps passed\n'
 
-demo: ## Run the demo (for now: the core's scenario runner example, if it exists)
+demo: ## The narrated tour of the core on examples/services.yaml (the agent demo comes with the agent)
 	$(step)
-	@if [[ -f core/examples/$(DEMO_EXAMPLE).rs || -f core/examples/$(DEMO_EXAMPLE)/main.rs ]]; then \
-		set -x; $(CARGO) run --release -p svcnet-core --example $(DEMO_EXAMPLE); \
-	else \
-		echo "make demo: not implemented yet (see README, Status): there is no"; \
-		echo "core/examples/$(DEMO_EXAMPLE).rs scenario runner, and the agent and the"; \
-		echo "playground do not exist yet."; \
-		exit 1; \
-	fi
+	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml
