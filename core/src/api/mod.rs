@@ -1,15 +1,20 @@
-//! Kubernetes-shaped objects, as `kubectl` users write them.
+//! Kubernetes-shaped objects, as `kubectl` users write them: Service,
+//! ServiceCIDR, Pod, Node, EndpointSlice.
 //!
 //! The types serialise to the JSON/YAML Kubernetes uses (camelCase,
 //! `apiVersion`, `kind`, `metadata`, `spec`, `status`). [`manifest`] turns
 //! YAML or JSON text, one or many documents, into [`Object`]s.
 
+pub mod endpoint_slice;
 pub mod manifest;
 pub mod meta;
+pub mod pod;
 pub mod service;
 pub mod service_cidr;
 
+pub use endpoint_slice::EndpointSlice;
 pub use manifest::{parse_manifests, Object};
 pub use meta::ObjectMeta;
+pub use pod::{Node, Pod};
 pub use service::Service;
 pub use service_cidr::ServiceCidr;

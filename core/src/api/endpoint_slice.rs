@@ -1,0 +1,157 @@
+//! `discovery.k8s.io/v1/EndpointSlice`: the endpoints behind a Service.
+
+use super::meta::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
+/// The label naming the Service a slice belongs to.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// The label naming the controller managing a slice.
+pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+/// The value of [`MANAGED_BY_LABEL`] for the EndpointSlice controller.
+pub const MANAGED_BY_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+
+/// An EndpointSlice.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointSlice {
+    /// `discovery.k8s.io/v1`.
+    #[serde(default)]
+    pub api_version: String,
+    /// `EndpointSlice`.
+    #[serde(default)]
+    pub kind: String,
+    /// Name, namespace and the Service/controller labels.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// `IPv4`, `IPv6` or `FQDN`.
+    #[serde(default)]
+    pub address_type: String,
+    /// The endpoints.
+    #[serde(default)]
+    pub endpoints: Vec<Endpoint>,
+    /// The ports every endpoint of this slice serves.
+    #[serde(default)]
+    pub ports: Vec<EndpointPort>,
+}
+
+/// One endpoint: a pod (or any backend) and its state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    /// Its addresses (one for IP slices).
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    /// ready / serving / terminating.
+    #[serde(default)]
+    pub conditions: EndpointConditions,
+    /// Hostname, for headless DNS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// The object behind the endpoint (a Pod).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ref: Option<ObjectReference>,
+    /// The node it runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_name: Option<String>,
+    /// The zone of that node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// Topology hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<EndpointHints>,
+}
+
+/// `endpoints[].conditions`. Absent values mean "unknown", read as true
+/// for `ready` and `serving` and false for `terminating`, as kube-proxy does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointConditions {
+    /// Ready to receive new traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+    /// Serving, whether or not terminating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<bool>,
+    /// Being deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminating: Option<bool>,
+}
+
+/// A reference to another object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReference {
+    /// Kind, such as `Pod`.
+    #[serde(default)]
+    pub kind: String,
+    /// Namespace.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Name.
+    #[serde(default)]
+    pub name: String,
+    /// UID.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+}
+
+/// Topology hints on an endpoint.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointHints {
+    /// Zones that should use this endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub for_zones: Vec<ForZone>,
+    /// Nodes that should use this endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub for_nodes: Vec<ForNode>,
+}
+
+/// `hints.forZones[]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForZone {
+    /// Zone name.
+    pub name: String,
+}
+
+/// `hints.forNodes[]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForNode {
+    /// Node name.
+    pub name: String,
+}
+
+/// One entry of `ports`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointPort {
+    /// Matches the Service port's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `TCP`, `UDP` or `SCTP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// The port on the endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i64>,
+    /// Application protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<String>,
+}
+
+impl EndpointConditions {
+    /// `ready`, reading "unknown" as true.
+    pub fn is_ready(&self) -> bool {
+        self.ready.unwrap_or(true)
+    }
+
+    /// `serving`, reading "unknown" as `ready`.
+    pub fn is_serving(&self) -> bool {
+        self.serving.unwrap_or_else(|| self.is_ready())
+    }
+
+    /// `terminating`, reading "unknown" as false.
+    pub fn is_terminating(&self) -> bool {
+        self.terminating.unwrap_or(false)
+    }
+}
