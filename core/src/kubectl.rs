@@ -44,12 +44,7 @@ fn external_ip(svc: &Service) -> String {
     }
     let mut ips = svc.spec.external_ips.clone();
     if svc.service_type() == types::LOAD_BALANCER {
-        let ingress = svc
-            .status
-            .load_balancer
-            .as_ref()
-            .map(|lb| lb.ingress.as_slice())
-            .unwrap_or_default();
+        let ingress = svc.load_balancer_ingress();
         ips.extend(
             ingress
                 .iter()

@@ -233,6 +233,15 @@ impl Service {
         }
     }
 
+    /// The load balancer ingress points from `status.loadBalancer`.
+    pub fn load_balancer_ingress(&self) -> &[LoadBalancerIngress] {
+        self.status
+            .load_balancer
+            .as_ref()
+            .map(|lb| lb.ingress.as_slice())
+            .unwrap_or_default()
+    }
+
     /// True when a `healthCheckNodePort` is allocated: LoadBalancer with
     /// `externalTrafficPolicy: Local`.
     pub fn needs_health_check_node_port(&self) -> bool {

@@ -7,7 +7,7 @@
 //! static and a dynamic band (KEP-3070) by [`band_offset`]. Also owns the
 //! per-CIDR usage report and the snapshot/restore format.
 
-use crate::apiserver::range::{band_offset, serialize_decimal, BandedRange, RangeError};
+use crate::apiserver::range::{band_offset, parse_run, serialize_decimal, BandedRange, RangeError};
 use crate::family::IpFamily;
 use crate::rng::Rng;
 use ipnetwork::IpNetwork;
@@ -186,23 +186,14 @@ impl CidrRange {
 
     /// Parses a snapshot entry (`ip` or `first-last`) into offsets.
     fn parse_run(&self, entry: &str) -> Result<RangeInclusive<u128>, AllocationError> {
-        let invalid = |what: &str| AllocationError::InvalidSnapshot {
+        parse_run(entry, |text| {
+            let ip: IpAddr = text.parse().map_err(|_| "is not an IP address or an IP range")?;
+            self.offset_of(ip).ok_or("is not inside the range")
+        })
+        .map_err(|reason| AllocationError::InvalidSnapshot {
             range: self.cidr.to_string(),
-            reason: format!("\"{entry}\" {what}"),
-        };
-        let (first, last) = entry.split_once('-').unwrap_or((entry, entry));
-        let parse = |text: &str| -> Result<u128, AllocationError> {
-            let ip: IpAddr = text
-                .trim()
-                .parse()
-                .map_err(|_| invalid("is not an IP address or an IP range"))?;
-            self.offset_of(ip).ok_or_else(|| invalid("is not inside the range"))
-        };
-        let (first, last) = (parse(first)?, parse(last)?);
-        if first > last {
-            return Err(invalid("ends before it starts"));
-        }
-        Ok(first..=last)
+            reason,
+        })
     }
 
     fn usage(&self) -> CidrUsage {

@@ -6,7 +6,7 @@
 //! [`band_offset`]`(size, 32, 16, 128)`: the default range's static band is
 //! 30000–30085. Also owns the usage report and the snapshot/restore format.
 
-use crate::apiserver::range::{band_offset, BandedRange, RangeError};
+use crate::apiserver::range::{band_offset, parse_run, BandedRange, RangeError};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -354,23 +354,14 @@ impl NodePortAllocator {
 
     /// Parses a snapshot entry (`port` or `first-last`) into offsets.
     fn parse_run(&self, entry: &str) -> Result<RangeInclusive<u128>, NodePortError> {
-        let invalid = |what: &str| NodePortError::InvalidSnapshot {
+        parse_run(entry, |text| {
+            let port: u16 = text.parse().map_err(|_| "is not a port or a port range")?;
+            self.offset_of(port).ok_or("is not inside the range")
+        })
+        .map_err(|reason| NodePortError::InvalidSnapshot {
             range: self.range,
-            reason: format!("\"{entry}\" {what}"),
-        };
-        let (first, last) = entry.split_once('-').unwrap_or((entry, entry));
-        let parse = |text: &str| -> Result<u128, NodePortError> {
-            let port: u16 = text
-                .trim()
-                .parse()
-                .map_err(|_| invalid("is not a port or a port range"))?;
-            self.offset_of(port).ok_or_else(|| invalid("is not inside the range"))
-        };
-        let (first, last) = (parse(first)?, parse(last)?);
-        if first > last {
-            return Err(invalid("ends before it starts"));
-        }
-        Ok(first..=last)
+            reason,
+        })
     }
 }
 

@@ -353,6 +353,24 @@ pub(crate) fn serialize_decimal<S: serde::Serializer>(value: &u128, serializer: 
     serializer.collect_str(value)
 }
 
+/// Parses a snapshot entry, one value (`10.96.0.10`, `30080`) or an
+/// inclusive run (`first-last`), into offsets with `offset_of`, which names
+/// what is wrong with a single value. Errors are the reason text, quoting
+/// the entry.
+pub fn parse_run(
+    entry: &str,
+    offset_of: impl Fn(&str) -> Result<u128, &'static str>,
+) -> Result<RangeInclusive<u128>, String> {
+    let (first, last) = entry.split_once('-').unwrap_or((entry, entry));
+    let quoted = |what: &str| format!("\"{entry}\" {what}");
+    let first = offset_of(first.trim()).map_err(quoted)?;
+    let last = offset_of(last.trim()).map_err(quoted)?;
+    if first > last {
+        return Err(quoted("ends before it starts"));
+    }
+    Ok(first..=last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -365,13 +365,7 @@ fn validate_external_ips(svc: &Service, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::invalid(&spec.child("loadBalancerIP"), ip, IP_MSG));
         }
     }
-    let ingress = svc
-        .status
-        .load_balancer
-        .as_ref()
-        .map(|lb| lb.ingress.as_slice())
-        .unwrap_or_default();
-    for (i, ing) in ingress.iter().enumerate() {
+    for (i, ing) in svc.load_balancer_ingress().iter().enumerate() {
         if let Some(ip) = ing.ip.as_deref().filter(|ip| parse_ip(ip).is_none()) {
             let path = FieldPath::new("status")
                 .child("loadBalancer")
