@@ -6,6 +6,7 @@ use super::{ApiError, ControlPlane};
 use crate::api::manifest::{parse_manifests, Object};
 use crate::api::ServiceCidr;
 use crate::apiserver::service_cidr::validate_service_cidr;
+use crate::family::IpFamily;
 use crate::field::{FieldError, FieldPath};
 use ipnetwork::IpNetwork;
 use serde::Serialize;
@@ -165,6 +166,14 @@ impl ControlPlane {
                 )),
                 Ok(net) => match validate_service_cidr(net, &self.config.constraints) {
                     Err(e) => errs.push(FieldError::invalid(&path.index(i), text.as_str(), &e.to_string())),
+                    Ok(()) if !self.families().contains(&IpFamily::of(net.ip())) => {
+                        let family = IpFamily::of(net.ip());
+                        let detail = format!(
+                            "{family} is not configured on this cluster: --service-cluster-ip-range has no {family} CIDR \
+                             (Kubernetes accepts such a ServiceCIDR but never allocates from it)"
+                        );
+                        errs.push(FieldError::invalid(&path.index(i), text.as_str(), &detail));
+                    }
                     Ok(()) => parsed.push(net),
                 },
             }

@@ -179,15 +179,19 @@ impl ControlPlane {
     }
 
     fn refresh_kubernetes_target_port(&mut self) {
-        let port = self.leases.target_port();
-        if let Some(svc) = self
-            .services
-            .get_mut(&("default".to_string(), "kubernetes".to_string()))
-        {
-            if let Some(p) = svc.spec.ports.first_mut() {
-                p.target_port = Some(crate::api::service::IntOrString::Int(i64::from(port)));
-            }
+        let port = Some(crate::api::service::IntOrString::Int(i64::from(
+            self.leases.target_port(),
+        )));
+        let key = ("default".to_string(), "kubernetes".to_string());
+        let Some(mut svc) = self.services.get(&key).cloned() else {
+            return;
+        };
+        match svc.spec.ports.first_mut() {
+            Some(p) if p.target_port != port => p.target_port = port,
+            _ => return,
         }
+        self.bump(&mut svc);
+        self.services.insert(key, svc);
     }
 
     /// Gives a new object its uid and resourceVersion.
