@@ -1,0 +1,1 @@
+//! Golden-byte and property tests.

@@ -1,0 +1,36 @@
+//! Byte-level helpers the attribute types share: writing fixed-size values
+//! and NUL-terminated strings into an attribute's value, and walking nested
+//! attributes. Values use the host's byte order, as the kernel's `nla_put_u*`
+//! do; ports use network order and say so.
+
+use netlink_packet_core::{DecodeError, ErrorContext, NlaBuffer, NlasIterator};
+
+/// Write `bytes` at the start of an attribute value. The `Emitable` contract
+/// sizes `buf` from `value_len`, so it is always long enough.
+pub(crate) fn put(buf: &mut [u8], bytes: &[u8]) {
+    buf[..bytes.len()].copy_from_slice(bytes);
+}
+
+/// Write a string and its terminating NUL (`value_len` is `s.len() + 1`).
+pub(crate) fn put_string(buf: &mut [u8], s: &str) {
+    put(buf, s.as_bytes());
+    buf[s.len()] = 0;
+}
+
+/// Parse every attribute nested in `bytes` with `parse`, naming `what` in the
+/// error of the first one that fails.
+pub(crate) fn parse_nested<T>(
+    bytes: &[u8],
+    what: &str,
+    parse: impl Fn(&NlaBuffer<&[u8]>) -> Result<T, DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    NlasIterator::new(bytes)
+        .map(|nla| nla.and_then(|nla| parse(&nla)))
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("failed to parse the attributes nested in {what}"))
+}
+
+/// A big-endian (network order) u16, as ports are carried.
+pub(crate) fn parse_be16(bytes: &[u8]) -> Result<u16, DecodeError> {
+    netlink_packet_core::parse_u16_be(bytes)
+}
