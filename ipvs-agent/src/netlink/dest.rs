@@ -3,13 +3,13 @@
 //! layout both ways.
 
 use netlink_packet_core::{
-    parse_u16, parse_u32, parse_u8, DecodeError, DefaultNla, ErrorContext, Nla, NlaBuffer, Parseable,
+    parse_u16, parse_u16_be, parse_u32, parse_u8, DecodeError, DefaultNla, ErrorContext, Nla, NlaBuffer, Parseable,
 };
 
 use super::constants::*;
 use super::stats::{Stats, StatsWidth};
 use super::types::{AddressFamily, ForwardMethod, InetAddr};
-use super::wire::{parse_be16, put};
+use super::wire::put;
 
 /// One attribute of a destination (real server).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl<T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&T>> for DestAttr {
         let value = buf.value();
         Ok(match buf.kind() {
             IPVS_DEST_ATTR_ADDR => Self::Addr(InetAddr::parse(value).context("invalid IPVS_DEST_ATTR_ADDR")?),
-            IPVS_DEST_ATTR_PORT => Self::Port(parse_be16(value).context("invalid IPVS_DEST_ATTR_PORT")?),
+            IPVS_DEST_ATTR_PORT => Self::Port(parse_u16_be(value).context("invalid IPVS_DEST_ATTR_PORT")?),
             IPVS_DEST_ATTR_FWD_METHOD => {
                 Self::FwdMethod(parse_u32(value).context("invalid IPVS_DEST_ATTR_FWD_METHOD")?.into())
             }
@@ -140,7 +140,7 @@ impl<T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&T>> for DestAttr {
                 Self::Stats64(Stats::parse_nested(value).context("invalid IPVS_DEST_ATTR_STATS64")?)
             }
             IPVS_DEST_ATTR_TUN_TYPE => Self::TunType(parse_u8(value).context("invalid IPVS_DEST_ATTR_TUN_TYPE")?),
-            IPVS_DEST_ATTR_TUN_PORT => Self::TunPort(parse_be16(value).context("invalid IPVS_DEST_ATTR_TUN_PORT")?),
+            IPVS_DEST_ATTR_TUN_PORT => Self::TunPort(parse_u16_be(value).context("invalid IPVS_DEST_ATTR_TUN_PORT")?),
             IPVS_DEST_ATTR_TUN_FLAGS => Self::TunFlags(parse_u16(value).context("invalid IPVS_DEST_ATTR_TUN_FLAGS")?),
             _ => Self::Other(DefaultNla::parse(buf)?),
         })

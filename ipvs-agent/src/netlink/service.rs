@@ -2,13 +2,13 @@
 //! in the top-level SERVICE attribute: their wire layout both ways.
 
 use netlink_packet_core::{
-    parse_string, parse_u16, parse_u32, DecodeError, DefaultNla, ErrorContext, Nla, NlaBuffer, Parseable,
+    parse_string, parse_u16, parse_u16_be, parse_u32, DecodeError, DefaultNla, ErrorContext, Nla, NlaBuffer, Parseable,
 };
 
 use super::constants::*;
 use super::stats::{Stats, StatsWidth};
 use super::types::{AddressFamily, InetAddr, Protocol, ServiceFlags};
-use super::wire::{parse_be16, put, put_string};
+use super::wire::{put, put_string};
 
 /// One attribute of a virtual server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +111,7 @@ impl<T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&T>> for ServiceAttr {
                 Self::Protocol(parse_u16(value).context("invalid IPVS_SVC_ATTR_PROTOCOL")?.into())
             }
             IPVS_SVC_ATTR_ADDR => Self::Addr(InetAddr::parse(value).context("invalid IPVS_SVC_ATTR_ADDR")?),
-            IPVS_SVC_ATTR_PORT => Self::Port(parse_be16(value).context("invalid IPVS_SVC_ATTR_PORT")?),
+            IPVS_SVC_ATTR_PORT => Self::Port(parse_u16_be(value).context("invalid IPVS_SVC_ATTR_PORT")?),
             IPVS_SVC_ATTR_FWMARK => Self::Fwmark(parse_u32(value).context("invalid IPVS_SVC_ATTR_FWMARK")?),
             IPVS_SVC_ATTR_SCHED_NAME => {
                 Self::SchedName(parse_string(value).context("invalid IPVS_SVC_ATTR_SCHED_NAME")?)

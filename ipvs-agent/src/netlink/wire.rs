@@ -1,7 +1,7 @@
-//! Byte-level helpers the attribute types share: writing fixed-size values
-//! and NUL-terminated strings into an attribute's value, and walking nested
-//! attributes. Values use the host's byte order, as the kernel's `nla_put_u*`
-//! do; ports use network order and say so.
+//! Byte-level helpers the attribute types share: writing bytes and
+//! NUL-terminated strings into an attribute's value, and parsing nested
+//! attributes. Byte order is the caller's choice (host order for numbers, as
+//! the kernel's `nla_put_u*`; network order for ports).
 
 use netlink_packet_core::{DecodeError, ErrorContext, NlaBuffer, NlasIterator};
 
@@ -28,9 +28,4 @@ pub(crate) fn parse_nested<T>(
         .map(|nla| nla.and_then(|nla| parse(&nla)))
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("failed to parse the attributes nested in {what}"))
-}
-
-/// A big-endian (network order) u16, as ports are carried.
-pub(crate) fn parse_be16(bytes: &[u8]) -> Result<u16, DecodeError> {
-    netlink_packet_core::parse_u16_be(bytes)
 }
