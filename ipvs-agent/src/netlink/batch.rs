@@ -21,6 +21,11 @@ pub struct SentRequest {
 }
 
 /// Requests serialised back to back, ready for one `sendmsg`.
+///
+/// The kernel handles them in order and answers each by its sequence number.
+/// Put at most one dump in a batch: a netlink socket runs one dump at a time
+/// and refuses another with EBUSY while it runs; the dump's entries then
+/// arrive over as many reads as they need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batch {
     family_id: u16,
