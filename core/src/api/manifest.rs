@@ -2,8 +2,15 @@
 //!
 //! Decoding is strict, like `kubectl apply` with its default
 //! `--validate=strict`: an unknown field is an error that names it, and a
-//! value of the wrong type names the field it was found in.
+//! value of the wrong type names the field it was found in. The parts of a
+//! Pod or Node svcnet does not interpret (container images, probes, node
+//! capacity, ...) are the exception: they are kept as given, so that
+//! `kubectl get pod -o yaml` output applies unchanged; typos in the typed
+//! parts (the object's top level, `metadata`, a Service, an EndpointSlice)
+//! are still reported.
 
+use super::endpoint_slice::EndpointSlice;
+use super::pod::{Node, Pod};
 use super::service::Service;
 use super::service_cidr::ServiceCidr;
 use serde::de::DeserializeOwned;
@@ -18,6 +25,12 @@ pub enum Object {
     Service(Box<Service>),
     /// A `networking.k8s.io/v1/ServiceCIDR`.
     ServiceCidr(Box<ServiceCidr>),
+    /// A `v1/Pod`.
+    Pod(Box<Pod>),
+    /// A `v1/Node`.
+    Node(Box<Node>),
+    /// A `discovery.k8s.io/v1/EndpointSlice`.
+    EndpointSlice(Box<EndpointSlice>),
 }
 
 impl Object {
@@ -26,6 +39,33 @@ impl Object {
         match self {
             Object::Service(_) => "Service",
             Object::ServiceCidr(_) => "ServiceCIDR",
+            Object::Pod(_) => "Pod",
+            Object::Node(_) => "Node",
+            Object::EndpointSlice(_) => "EndpointSlice",
+        }
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Object::Service(o) => &o.metadata.name,
+            Object::ServiceCidr(o) => &o.metadata.name,
+            Object::Pod(o) => &o.metadata.name,
+            Object::Node(o) => &o.metadata.name,
+            Object::EndpointSlice(o) => &o.metadata.name,
+        }
+    }
+
+    /// The resource kubectl names the object by in `<resource>/<name>`:
+    /// the lower-case kind, with the API group for kinds outside the core
+    /// group (`endpointslice.discovery.k8s.io`).
+    pub fn kubectl_resource(&self) -> &'static str {
+        match self {
+            Object::Service(_) => "service",
+            Object::ServiceCidr(_) => "servicecidr.networking.k8s.io",
+            Object::Pod(_) => "pod",
+            Object::Node(_) => "node",
+            Object::EndpointSlice(_) => "endpointslice.discovery.k8s.io",
         }
     }
 }
@@ -92,6 +132,11 @@ pub fn decode_object(value: serde_json::Value) -> Result<Object, String> {
         ("v1", "Service") => strict::<Service>(value, &kind, &version).map(|s| Object::Service(Box::new(s))),
         ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "ServiceCIDR") => {
             strict::<ServiceCidr>(value, &kind, &version).map(|s| Object::ServiceCidr(Box::new(s)))
+        }
+        ("v1", "Pod") => strict::<Pod>(value, &kind, &version).map(|p| Object::Pod(Box::new(p))),
+        ("v1", "Node") => strict::<Node>(value, &kind, &version).map(|n| Object::Node(Box::new(n))),
+        ("discovery.k8s.io/v1", "EndpointSlice") => {
+            strict::<EndpointSlice>(value, &kind, &version).map(|e| Object::EndpointSlice(Box::new(e)))
         }
         _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
     }
