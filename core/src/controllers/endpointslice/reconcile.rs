@@ -8,8 +8,8 @@
 //!    (when fewer than a full slice remain), else to new slices.
 //! 4. A Service with no endpoints keeps one placeholder slice (no ports, no
 //!    endpoints).
-//! 5. A new slice takes over the name of a slice being deleted, so names
-//!    stay stable when, say, every Pod changes its port.
+//! 5. A new slice takes over the name of a slice being deleted (the first
+//!    by name), so names stay stable when, say, every Pod changes its port.
 //!
 //! Where Kubernetes picks at random (which endpoint, which slice), this
 //! picks in order: endpoints by address, slices by name.
@@ -58,6 +58,7 @@ pub fn reconcile_family(
             created.push(placeholder);
         }
     }
+    to_delete.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut reusable = to_delete.iter().filter(|s| template.owns(s));
     for slice in created.iter_mut().rev() {
         let Some(old) = reusable.next() else {
