@@ -234,4 +234,77 @@ mod tests {
         let err = parse_manifests("a: [1, 2\n").unwrap_err();
         assert!(err.message.starts_with("invalid YAML or JSON"), "{err}");
     }
+
+    #[test]
+    fn kubectl_get_pod_output_applies_and_keeps_what_svcnet_does_not_read() {
+        let objs = parse_manifests(include_str!("testdata/kubectl-get-pod.yaml")).unwrap();
+        let Object::Pod(pod) = &objs[0] else {
+            panic!("not a pod: {objs:?}");
+        };
+        assert_eq!(pod.metadata.namespace, "shop");
+        assert_eq!(pod.spec.node_name.as_deref(), Some("worker-1"));
+        assert_eq!(pod.spec.containers[0].ports[0].name.as_deref(), Some("http"));
+        assert_eq!(pod.ips(), ["10.244.1.17"]);
+        assert!(pod.is_ready());
+        assert_eq!(pod.spec.extra["dnsPolicy"], "ClusterFirst");
+        assert_eq!(pod.spec.containers[0].extra["image"], "nginx:1.27");
+        assert_eq!(pod.status.extra["qosClass"], "Burstable");
+        let back = serde_json::to_value(&objs[0]).unwrap();
+        assert_eq!(back["spec"]["tolerations"][0]["tolerationSeconds"], 300);
+        assert_eq!(back["status"]["containerStatuses"][0]["ready"], true);
+    }
+
+    #[test]
+    fn kubectl_get_node_output_applies() {
+        let objs = parse_manifests(include_str!("testdata/kubectl-get-node.yaml")).unwrap();
+        let Object::Node(node) = &objs[0] else {
+            panic!("not a node: {objs:?}");
+        };
+        assert_eq!(node.zone(), Some("eu-west-1a"));
+        assert_eq!(node.ips(), ["192.168.0.21"]);
+        assert_eq!(objs[0].kubectl_resource(), "node");
+    }
+
+    #[test]
+    fn typos_in_the_typed_parts_of_a_pod_are_still_named() {
+        let err = |text: &str| parse_manifests(text).unwrap_err().message;
+        assert_eq!(
+            err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nsepc: {}\n"),
+            "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"sepc\""
+        );
+        assert_eq!(
+            err("apiVersion: v1\nkind: Pod\nmetadata: {name: a, lables: {app: x}}\n"),
+            "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"metadata.lables\""
+        );
+        assert_eq!(
+            err("apiVersion: v1\nkind: Node\nmetadata: {name: n, zone: a}\n"),
+            "Node in version \"v1\" cannot be handled as a Node: strict decoding error: unknown field \"metadata.zone\""
+        );
+        // Inside the parts kept as given, a missing or mistyped field the
+        // core does read is still an error.
+        let missing = err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nstatus: {podIPs: [{iP: 10.0.0.1}]}\n");
+        assert!(missing.contains("missing field `ip`"), "{missing}");
+        let mistyped = err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, ports: [{containerPort: http}]}]}\n");
+        assert!(
+            mistyped.starts_with("Pod in version \"v1\" cannot be handled as a Pod: "),
+            "{mistyped}"
+        );
+        // Services stay fully strict.
+        let svc = err("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {selektor: {app: a}}\n");
+        assert!(svc.ends_with("unknown field \"spec.selektor\""), "{svc}");
+    }
+
+    #[test]
+    fn endpoint_slices_decode_strictly() {
+        let text = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s}\naddressType: IPv4\nendpoints: [{addresses: [10.0.0.1], conditions: {ready: true, servng: true}}]\n";
+        assert_eq!(
+            parse_manifests(text).unwrap_err().message,
+            "EndpointSlice in version \"discovery.k8s.io/v1\" cannot be handled as a EndpointSlice: strict decoding error: unknown field \"endpoints[0].conditions.servng\""
+        );
+        let wrong_group = "apiVersion: v1\nkind: EndpointSlice\nmetadata: {name: s}\n";
+        assert_eq!(
+            parse_manifests(wrong_group).unwrap_err().message,
+            "no matches for kind \"EndpointSlice\" in version \"v1\""
+        );
+    }
 }

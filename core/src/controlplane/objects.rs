@@ -372,3 +372,90 @@ fn validate_endpoint_slice(slice: &EndpointSlice) -> Vec<FieldError> {
     }
     errors
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::ClusterConfig;
+
+    fn lines(cp: &mut ControlPlane, text: &str) -> Vec<String> {
+        cp.apply_manifest(text)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.map(|a| a.kubectl_line()).unwrap_or_else(|e| e.to_string()))
+            .collect()
+    }
+
+    const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\nspec: {containers: [{name: c, image: nginx}]}\nstatus: {phase: Running, podIPs: [{ip: 10.244.0.5}], conditions: [{type: Ready, status: \"True\"}]}\n";
+
+    #[test]
+    fn pods_nodes_and_slices_report_like_kubectl() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        assert_eq!(lines(&mut cp, POD), ["pod/web-1 created"]);
+        assert_eq!(lines(&mut cp, POD), ["pod/web-1 unchanged"]);
+        assert_eq!(
+            lines(&mut cp, &POD.replace("\"True\"", "\"False\"")),
+            ["pod/web-1 configured"]
+        );
+        let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1, namespace: ignored}\n";
+        assert_eq!(lines(&mut cp, node), ["node/n1 created"]);
+        assert_eq!(cp.node("n1").unwrap().metadata.namespace, "");
+        let slice = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s1}\naddressType: IPv4\nendpoints: [{addresses: [192.0.2.1]}]\n";
+        assert_eq!(lines(&mut cp, slice), ["endpointslice.discovery.k8s.io/s1 created"]);
+        assert_eq!(lines(&mut cp, slice), ["endpointslice.discovery.k8s.io/s1 unchanged"]);
+    }
+
+    #[test]
+    fn kubectl_get_pod_output_becomes_an_endpoint() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}\n";
+        let text = format!(
+            "{svc}---\n{}---\n{}",
+            include_str!("../api/testdata/kubectl-get-pod.yaml"),
+            include_str!("../api/testdata/kubectl-get-node.yaml")
+        );
+        let applied = lines(&mut cp, &text);
+        assert_eq!(
+            applied,
+            [
+                "service/web created",
+                "pod/web-7d9c5b8f6d-x2x4k created",
+                "node/worker-1 created"
+            ]
+        );
+        let slices = cp.endpoint_slices_for("shop", "web");
+        assert_eq!(slices.len(), 1);
+        let endpoint = &slices[0].endpoints[0];
+        assert_eq!(endpoint.addresses, ["10.244.1.17"]);
+        assert_eq!(endpoint.zone.as_deref(), Some("eu-west-1a"));
+        assert_eq!(slices[0].ports[0].port, Some(8080));
+        // The stored Pod keeps every field it came with.
+        let pod = cp.pod("shop", "web-7d9c5b8f6d-x2x4k").unwrap();
+        assert_eq!(pod.status.extra["hostIP"], "192.168.0.21");
+    }
+
+    #[test]
+    fn refused_objects_change_nothing() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let before = cp.clone();
+        let bad = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, ports: [{containerPort: 0}]}]}\nstatus: {podIPs: [{ip: 10.0.0.1}, {ip: 10.0.0.2}, {ip: nope}]}\n";
+        assert_eq!(
+            lines(&mut cp, bad),
+            ["The Pod \"p\" is invalid: [spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive, status.podIPs: Invalid value: \"10.0.0.2\": may specify no more than one IP for each IP family, status.podIPs[2]: Invalid value: \"nope\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)]"]
+        );
+        let nameless = "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\n";
+        assert_eq!(
+            lines(&mut cp, nameless),
+            ["The Node \"\" is invalid: metadata.name: Required value: name or generateName is required"]
+        );
+        assert_eq!(cp, before);
+        assert_eq!(
+            cp.delete("po", "default", "p").unwrap_err().to_string(),
+            "pods \"p\" not found"
+        );
+        assert_eq!(
+            cp.delete("nodes", "", "n").unwrap_err().to_string(),
+            "nodes \"n\" not found"
+        );
+    }
+}
