@@ -245,4 +245,81 @@ mod tests {
              web          NodePort       10.96.0.20   <none>           80:30080/TCP\n"
         );
     }
+
+    #[test]
+    fn endpoints_table_brackets_ipv6_and_lists_portless_subsets() {
+        use crate::api::endpoints::{EndpointAddress, EndpointPort, EndpointSubset};
+        let address = |ip: &str| EndpointAddress {
+            ip: ip.into(),
+            ..EndpointAddress::default()
+        };
+        let mut v6 = Endpoints::default();
+        v6.metadata.name = "v6".into();
+        v6.subsets.push(EndpointSubset {
+            addresses: vec![address("fd00::1"), address("fd00::2")],
+            not_ready_addresses: vec![address("fd00::3")],
+            ports: vec![
+                EndpointPort {
+                    name: Some("a".into()),
+                    port: 80,
+                    ..EndpointPort::default()
+                },
+                EndpointPort {
+                    name: Some("b".into()),
+                    port: 443,
+                    ..EndpointPort::default()
+                },
+            ],
+        });
+        let mut headless = Endpoints::default();
+        headless.metadata.name = "peers".into();
+        headless.subsets.push(EndpointSubset {
+            addresses: vec![address("10.0.0.1")],
+            ..EndpointSubset::default()
+        });
+        let mut empty = Endpoints::default();
+        empty.metadata.name = "empty".into();
+        assert_eq!(
+            endpoints_table(&[&v6, &headless, &empty], false),
+            "NAME    ENDPOINTS\n\
+             v6      [fd00::1]:80,[fd00::2]:80,[fd00::1]:443 + 1 more...\n\
+             peers   10.0.0.1\n\
+             empty   <none>\n"
+        );
+    }
+
+    #[test]
+    fn endpoint_slices_table_like_kubectl() {
+        use crate::api::endpoint_slice::Endpoint;
+        let port = |name: Option<&str>, port: Option<i64>| EndpointPort {
+            name: name.map(str::to_string),
+            port,
+            ..EndpointPort::default()
+        };
+        let mut slice = EndpointSlice::default();
+        slice.metadata.name = "web-abcde".into();
+        slice.metadata.namespace = "shop".into();
+        slice.address_type = "IPv4".into();
+        slice.ports = vec![
+            port(Some("http"), Some(80)),
+            port(Some("named"), None),
+            port(None, None),
+            port(None, Some(9)),
+        ];
+        slice.endpoints = (1..=5)
+            .map(|i| Endpoint {
+                addresses: vec![format!("10.0.0.{i}")],
+                ..Endpoint::default()
+            })
+            .collect();
+        let mut empty = EndpointSlice::default();
+        empty.metadata.name = "web-fghij".into();
+        empty.address_type = "IPv6".into();
+        assert_eq!(
+            endpoint_slices_table(&[&slice, &empty], true),
+            "NAMESPACE   NAME        ADDRESSTYPE   PORTS                    ENDPOINTS\n\
+             shop        web-abcde   IPv4          80,named,* + 1 more...   10.0.0.1,10.0.0.2,10.0.0.3 + 2 more...\n\
+             default     web-fghij   IPv6          <unset>                  <unset>\n"
+        );
+    }
 }

@@ -167,3 +167,124 @@ impl SliceTemplate<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::pod::{PodCondition, PodIp};
+    use crate::api::service::ServicePort;
+
+    fn service() -> Service {
+        let mut s = Service::default();
+        s.metadata.name = "web".into();
+        s.metadata.namespace = "default".into();
+        s.metadata.uid = "uid-web".into();
+        s.metadata.labels = BTreeMap::from([
+            ("team".to_string(), "shop".to_string()),
+            (MANAGED_BY_LABEL.to_string(), "someone-else".to_string()),
+        ]);
+        s.spec.cluster_ip = "10.96.0.10".into();
+        s.spec.ip_families = vec!["IPv4".into()];
+        s.spec.selector = Some(BTreeMap::from([("app".to_string(), "web".to_string())]));
+        s.spec.ports.push(ServicePort {
+            port: 80,
+            ..ServicePort::default()
+        });
+        s
+    }
+
+    fn pods(n: u8) -> Vec<Pod> {
+        (1..=n)
+            .map(|i| {
+                let mut p = Pod::default();
+                p.metadata.name = format!("web-{i}");
+                p.metadata.namespace = "default".into();
+                p.metadata.labels.insert("app".into(), "web".into());
+                p.status.pod_ips.push(PodIp {
+                    ip: format!("10.244.0.{i}"),
+                });
+                p.status.conditions.push(PodCondition {
+                    condition_type: "Ready".into(),
+                    status: "True".into(),
+                    ..PodCondition::default()
+                });
+                p
+            })
+            .collect()
+    }
+
+    /// Runs the controller and names new slices `web-<n>`, as a caller would.
+    fn run(svc: &Service, pods: &[Pod], existing: &[EndpointSlice], max: usize) -> Vec<EndpointSlice> {
+        let pods: Vec<&Pod> = pods.iter().collect();
+        let existing: Vec<&EndpointSlice> = existing.iter().collect();
+        let mut out = desired_slices(svc, &pods, &BTreeMap::new(), &existing, max);
+        for (i, slice) in out.iter_mut().enumerate() {
+            if slice.metadata.name.is_empty() {
+                slice.metadata.name = format!("web-new{i}");
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn only_services_with_a_selector_are_managed() {
+        let mut svc = service();
+        svc.spec.selector = Some(BTreeMap::new());
+        assert!(run(&svc, &pods(2), &[], 100).is_empty());
+        svc.spec.selector = None;
+        assert!(run(&svc, &pods(2), &[], 100).is_empty());
+        let mut external = service();
+        external.spec.service_type = "ExternalName".into();
+        assert!(run(&external, &pods(2), &[], 100).is_empty());
+    }
+
+    #[test]
+    fn unchanged_inputs_give_byte_identical_slices() {
+        let svc = service();
+        let first = run(&svc, &pods(7), &[], 3);
+        assert_eq!(first.iter().map(|s| s.endpoints.len()).collect::<Vec<_>>(), [3, 3, 1]);
+        let second = run(&svc, &pods(7), &first, 3);
+        let mut a = first.clone();
+        let mut b = second;
+        a.sort_by(|x, y| x.metadata.name.cmp(&y.metadata.name));
+        b.sort_by(|x, y| x.metadata.name.cmp(&y.metadata.name));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn labels_are_the_services_plus_the_controllers() {
+        let slices = run(&service(), &pods(1), &[], 100);
+        let labels = &slices[0].metadata.labels;
+        assert_eq!(labels.get("team").map(String::as_str), Some("shop"));
+        assert_eq!(
+            labels.get(MANAGED_BY_LABEL).map(String::as_str),
+            Some(MANAGED_BY_CONTROLLER)
+        );
+        assert_eq!(labels.get(SERVICE_NAME_LABEL).map(String::as_str), Some("web"));
+        assert!(!labels.contains_key(HEADLESS_LABEL));
+        let mut headless = service();
+        headless.spec.cluster_ip = "None".into();
+        let slices = run(&headless, &pods(1), &[], 100);
+        assert_eq!(
+            slices[0].metadata.labels.get(HEADLESS_LABEL).map(String::as_str),
+            Some("")
+        );
+    }
+
+    #[test]
+    fn slices_of_an_earlier_service_of_that_name_are_replaced() {
+        let svc = service();
+        let mut old = run(&svc, &pods(2), &[], 100);
+        old[0].metadata.owner_references = Some(serde_json::json!([{"kind": "Service", "uid": "uid-old"}]));
+        old[0].metadata.name = "web-old".into();
+        let now = run(&svc, &pods(2), &old, 100);
+        assert_eq!(now.len(), 1);
+        assert_ne!(now[0].metadata.name, "web-old");
+        assert_eq!(now[0].endpoints.len(), 2);
+    }
+
+    #[test]
+    fn a_zero_maximum_counts_as_one() {
+        assert_eq!(run(&service(), &pods(3), &[], 0).len(), 3);
+    }
+}
