@@ -57,7 +57,8 @@ impl ControlPlane {
             .collect()
     }
 
-    /// Creates or replaces a Pod; the slices of its namespace follow.
+    /// Creates or replaces a Pod; the slices of the Services selecting it
+    /// (before or after) follow.
     pub fn apply_pod(&mut self, mut pod: Pod) -> Result<Applied, ApiError> {
         default_meta(
             &mut pod.api_version,
@@ -74,9 +75,9 @@ impl ControlPlane {
         let key = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
         let action = compare(&mut pod, self.pods.get(&key));
         self.version(&mut pod.metadata, action);
-        self.pods.insert(key.clone(), pod.clone());
+        let old = self.pods.insert(key, pod.clone());
         if action != ApplyAction::Unchanged {
-            self.sync_namespace_slices(&key.0);
+            self.sync_pod_services(old.as_ref(), Some(&pod));
         }
         Ok(Applied {
             action,
@@ -141,13 +142,13 @@ impl ControlPlane {
         })
     }
 
-    /// Deletes a Pod; the slices of its namespace follow.
+    /// Deletes a Pod; the slices of the Services selecting it follow.
     pub fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<Pod, ApiError> {
         let pod = self
             .pods
             .remove(&(namespace.to_string(), name.to_string()))
             .ok_or_else(|| not_found("pods", name))?;
-        self.sync_namespace_slices(namespace);
+        self.sync_pod_services(Some(&pod), None);
         Ok(pod)
     }
 

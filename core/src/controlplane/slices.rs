@@ -3,8 +3,9 @@
 //! (legacy Endpoints, Pod environment variables).
 //!
 //! Every change to a Service, Pod, Node, EndpointSlice or apiserver lease
-//! re-runs the controller for the Services it can affect (one Service, a
-//! namespace, or all of them); the controller keeps unchanged slices
+//! re-runs the controller for the Services it can affect (the Service; the
+//! Services selecting the Pod; all of them for a Node); the controller
+//! keeps unchanged slices
 //! byte-identical, so only slices whose content changes get a new
 //! resourceVersion. New slices get a generated name
 //! ([`generated_name`]) from a counter kept in the state.
@@ -75,16 +76,24 @@ impl ControlPlane {
         self.write_slices(namespace, name, existing_names, wanted);
     }
 
-    /// Re-runs the controller for every Service of `namespace`.
-    pub(super) fn sync_namespace_slices(&mut self, namespace: &str) {
+    /// Re-runs the controller for the Services of the Pod's namespace whose
+    /// selector matches the Pod as it was (`old`) or as it is (`new`): no
+    /// other Service's slices can change.
+    pub(super) fn sync_pod_services(&mut self, old: Option<&Pod>, new: Option<&Pod>) {
+        let Some(namespace) = new.or(old).map(|p| p.metadata.namespace_or_default().to_string()) else {
+            return;
+        };
         let names: Vec<String> = self
             .services
-            .range((namespace.to_string(), String::new())..)
-            .take_while(|((ns, _), _)| ns == namespace)
+            .range((namespace.clone(), String::new())..)
+            .take_while(|((ns, _), _)| *ns == namespace)
+            .filter(|(_, svc)| {
+                desired::selector(svc).is_some_and(|sel| old.into_iter().chain(new).any(|p| desired::selects(sel, p)))
+            })
             .map(|((_, name), _)| name.clone())
             .collect();
         for name in names {
-            self.sync_service_slices(namespace, &name);
+            self.sync_service_slices(&namespace, &name);
         }
     }
 
