@@ -28,7 +28,7 @@ pub(super) fn create_pods(cp: &mut ControlPlane, c: &CreatePods) -> StepResult {
     }
     let mut ips = Vec::new();
     for i in 0..c.count {
-        let offset = c.first_offset.unwrap_or(1) + i as u64;
+        let offset = c.first_offset.unwrap_or(1).saturating_add(i as u64);
         let mut addresses = Vec::with_capacity(nets.len());
         for net in &nets {
             match nth_address(*net, offset) {
@@ -39,9 +39,9 @@ pub(super) fn create_pods(cp: &mut ControlPlane, c: &CreatePods) -> StepResult {
                 }
             }
         }
-        let pod = make_pod(c, i, addresses.clone());
-        match cp.apply_pod(pod) {
-            Ok(_) => ips.push(Value::String(addresses[0].clone())),
+        let first = addresses.first().cloned().unwrap_or_default();
+        match cp.apply_pod(make_pod(c, i, addresses)) {
+            Ok(_) => ips.push(Value::String(first)),
             Err(e) => return Err((Some(Value::Array(ips)), e.to_string())),
         }
     }

@@ -52,10 +52,9 @@ pub fn reconcile_family(
     to_delete.extend(by_ports.into_values().flatten().cloned());
     if existing_count == to_delete.len() && created.is_empty() {
         let placeholder = template.new_slice(Vec::new());
-        if to_delete.len() == 1 && is_same_placeholder(&to_delete[0], &placeholder) {
-            kept.append(&mut to_delete);
-        } else {
-            created.push(placeholder);
+        match to_delete.as_slice() {
+            [only] if is_same_placeholder(only, &placeholder) => kept.append(&mut to_delete),
+            _ => created.push(placeholder),
         }
     }
     to_delete.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
