@@ -19,12 +19,17 @@
 //! - `{$len: n}`: a list of n items;
 //! - `{$contains: "text"}`: a string containing the text.
 
+use crate::api::pod::ContainerPort;
 use crate::controlplane::snapshot::Snapshot;
 use crate::controlplane::{ClusterConfig, ControlPlane};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+
+mod pods;
+mod views;
 
 /// One vector file.
 #[derive(Clone, Debug, Deserialize)]
@@ -70,7 +75,9 @@ pub enum Action {
     Apply(String),
     /// `kubectl delete`; output: the deleted object.
     Delete(ObjectRef),
-    /// `kubectl get`; output: the object, or the list when no name is given.
+    /// `kubectl get` (Service, ServiceCIDR, Pod, Node, EndpointSlice;
+    /// `endpoints` gives the `kubernetes` apiserver addresses); output: the
+    /// object, or the list when no name is given.
     Get(ObjectRef),
     /// Creates `count` ClusterIP Services `<prefix>-<i>` with port 80;
     /// output: their ClusterIPs. Stops at the first error.
@@ -91,6 +98,20 @@ pub enum Action {
     Dns(Empty),
     /// Output: ClusterIP and NodePort range usage.
     Usage(Empty),
+    /// Creates `count` Pods `<prefix>-<i>`; output: their first IPs. Stops
+    /// at the first error.
+    CreatePods(CreatePods),
+    /// The EndpointSlices of a Service, of a namespace, or of the cluster;
+    /// output: the slices (sorted by namespace and name), or the
+    /// `kubectl get endpointslices` table.
+    EndpointSlices(SliceQuery),
+    /// The legacy `v1/Endpoints` view of one Service, of a namespace, or of
+    /// the cluster; output: the object(s), or the `kubectl get endpoints`
+    /// table.
+    Endpoints(EndpointsQuery),
+    /// The Service environment variables of a Pod; output: a map from name
+    /// to value.
+    Env(PodRef),
 }
 
 /// Names an object.
@@ -115,6 +136,82 @@ pub struct CreateServices {
     pub count: usize,
     /// Name prefix.
     pub prefix: String,
+}
+
+/// See [`Action::CreatePods`]. Pod `i` (from 0) gets, from each CIDR of
+/// `podCidrs`, the address at offset `firstOffset + i`, runs on
+/// `nodes[i % nodes.len()]` (if any), and is Running and Ready unless
+/// `ready: false`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreatePods {
+    /// How many.
+    pub count: usize,
+    /// Name prefix.
+    pub prefix: String,
+    /// Namespace (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Labels of every Pod.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Nodes to spread the Pods over, round-robin.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// One CIDR per family the Pods get an address from; default
+    /// `[10.244.0.0/16]`.
+    #[serde(default)]
+    pub pod_cidrs: Vec<String>,
+    /// Offset of the first Pod's address in each CIDR (default 1).
+    #[serde(default)]
+    pub first_offset: Option<u64>,
+    /// Whether the Pods are Ready (default true).
+    #[serde(default)]
+    pub ready: Option<bool>,
+    /// Container ports of the Pods' single container.
+    #[serde(default)]
+    pub container_ports: Vec<ContainerPort>,
+}
+
+/// See [`Action::EndpointSlices`].
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SliceQuery {
+    /// Namespace; without it (and without `service`), every namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Only the slices of this Service (namespace default `default`).
+    #[serde(default)]
+    pub service: Option<String>,
+    /// Output the kubectl table instead of the objects.
+    #[serde(default)]
+    pub table: bool,
+}
+
+/// See [`Action::Endpoints`].
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EndpointsQuery {
+    /// Namespace; without it (and without `name`), every namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The Service's name (namespace default `default`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Output the kubectl table instead of the object(s).
+    #[serde(default)]
+    pub table: bool,
+}
+
+/// Names a Pod.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodRef {
+    /// Namespace (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
 }
 
 /// See [`Action::Heartbeat`].
@@ -342,6 +439,10 @@ fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) 
             });
             ("usage", Ok(usage))
         }
+        Action::CreatePods(c) => ("createPods", pods::create_pods(cp, c)),
+        Action::EndpointSlices(q) => ("endpointSlices", Ok(views::endpoint_slices(cp, q))),
+        Action::Endpoints(q) => ("endpoints", views::endpoints(cp, q)),
+        Action::Env(r) => ("env", views::env(cp, r)),
     }
 }
 
@@ -376,6 +477,29 @@ fn get(cp: &ControlPlane, r: &ObjectRef) -> StepResult {
         )),
         ("servicecidr" | "servicecidrs", _) => Ok(to_value(&cp.service_cidrs().collect::<Vec<_>>())),
         ("endpoints", _) => Ok(endpoints(cp)),
+        ("pod" | "pods" | "po", Some(name)) => cp
+            .pod(ns, name)
+            .map(to_value)
+            .ok_or_else(|| (None, format!("pods {name:?} not found"))),
+        ("pod" | "pods" | "po", None) => Ok(to_value(
+            &cp.pods()
+                .filter(|p| p.metadata.namespace_or_default() == ns)
+                .collect::<Vec<_>>(),
+        )),
+        ("node" | "nodes" | "no", Some(name)) => cp
+            .node(name)
+            .map(to_value)
+            .ok_or_else(|| (None, format!("nodes {name:?} not found"))),
+        ("node" | "nodes" | "no", None) => Ok(to_value(&cp.nodes().collect::<Vec<_>>())),
+        ("endpointslice" | "endpointslices", Some(name)) => cp
+            .endpoint_slice(ns, name)
+            .map(to_value)
+            .ok_or_else(|| (None, format!("endpointslices.discovery.k8s.io {name:?} not found"))),
+        ("endpointslice" | "endpointslices", None) => Ok(to_value(
+            &cp.endpoint_slices()
+                .filter(|s| s.metadata.namespace_or_default() == ns)
+                .collect::<Vec<_>>(),
+        )),
         (other, _) => Err((None, format!("the server doesn't have a resource type {other:?}"))),
     }
 }
