@@ -283,19 +283,19 @@ vm_netns_add() {
 vm_reset() {
     local pid ns
     while read -r pid; do
-        [[ -n $pid ]] && kill "$pid" 2>/dev/null
+        [[ -n $pid ]] && { kill "$pid" 2>/dev/null || true; }
     done <"$VM_STATE/pids"
     : >"$VM_STATE/pids"
     for ns in $(ip netns list | awk '{print $1}'); do
         # Whatever still runs in it (connection handlers forked by nc).
         for pid in $(ip netns pids "$ns" 2>/dev/null); do
-            kill "$pid" 2>/dev/null
+            kill "$pid" 2>/dev/null || true
         done
         ip netns del "$ns"
     done
     ipvsadm -C
-    ip link del kube-ipvs0 2>/dev/null
-    ip link del "$VM_NODE_IF" 2>/dev/null
+    ip link del kube-ipvs0 2>/dev/null || true
+    ip link del "$VM_NODE_IF" 2>/dev/null || true
     rm -f "$VM_STATE/node-init"
     return 0
 }
@@ -446,7 +446,7 @@ vm_conn_close() {
     local id="$1" fd="${VM_CONN_FD[$1]:-}" pid="${VM_CONN_PID[$1]:-}"
     [[ -n $fd ]] || { echo "vm_conn_close: no connection $id in this shell" >&2; return 1; }
     exec {fd}>&-
-    vm_wait_until 5 _vm_gone "$pid" || kill "$pid" 2>/dev/null
+    vm_wait_until 5 _vm_gone "$pid" || kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     unset "VM_CONN_FD[$id]" "VM_CONN_PID[$id]"
 }

@@ -92,8 +92,9 @@ kvm_usable() {
     (cd "$probe/root" && find . -mindepth 1 | cpio -o -H newc --quiet --owner=0:0) |
         gzip -1 >"$probe/initrd.gz"
     local answer=tcg
-    if timeout -k 2 10 "${qemu_base[@]}" -accel kvm -initrd "$probe/initrd.gz" \
-        -append "$append_base" </dev/null 2>/dev/null | grep -qa SVCNET-VM-PROBE-OK; then
+    timeout -k 2 10 "${qemu_base[@]}" -accel kvm -initrd "$probe/initrd.gz" \
+        -append "$append_base" </dev/null >"$probe/console" 2>&1 || true
+    if grep -qa SVCNET-VM-PROBE-OK "$probe/console"; then
         answer=kvm
     fi
     echo "$answer" >"$memo"

@@ -70,7 +70,7 @@ if ((${#missing[@]})); then
     # Lists with no candidate for a package (a fresh image often has none):
     # update before trying.
     for p in "${missing[@]}"; do
-        if ! apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+        if ! grep -q 'Candidate: [^(]' <<<"$(apt-cache policy "$p" 2>/dev/null)"; then
             apt_update
             break
         fi
