@@ -12,7 +12,7 @@
 # Topology: vm_node_init, vm_kube_ipvs0, vm_vip_add, vm_netns_add, vm_reset.
 # Backends: vm_tcp_backend, vm_udp_backend (they answer with their name).
 # Clients: vm_tcp_request, vm_udp_request, vm_expect_backends, vm_conn_*.
-# Misc: vm_in, vm_wait_until, vm_ipvs_save, vm_info, vm_sysctl.
+# Misc: vm_in, vm_wait_until, vm_export, vm_ipvs_save, vm_info, vm_sysctl.
 # See tests/vm/README.md for the full list with arguments.
 
 # Addresses of the node (the VM's root namespace), on the dummy "node0" that
@@ -199,6 +199,19 @@ vm_bg() {
     fi
     VM_BG_PID=$!
     echo "$VM_BG_PID" >>"$VM_STATE/pids"
+}
+
+# vm_export NAME FILE: send FILE out of the VM: run.sh writes it to
+# $SVCNET_VM_DIR/out/<test>/NAME (target/vm/out/...). It travels over the
+# serial console as base64 between "SVCNET-VM: FILE-BEGIN NAME" and
+# "SVCNET-VM: FILE-END NAME" lines, at about 250 KB/s under TCG; run.sh
+# shows the markers, not the base64, and keeps it all in the log.
+vm_export() {
+    local name="$1" file="$2"
+    [[ $name =~ ^[A-Za-z0-9._-]+$ ]] || { echo "vm_export: bad name $name" >&2; return 1; }
+    echo "SVCNET-VM: FILE-BEGIN $name"
+    base64 <"$file"
+    echo "SVCNET-VM: FILE-END $name"
 }
 
 # vm_ipvs_save: what `ipvsadm-save -n` prints.

@@ -25,6 +25,7 @@
 #   VM_APPEND   more kernel command-line words; NAME=VALUE words the kernel
 #               does not know become environment variables of the test
 #   VM_LOG      console log file (default $SVCNET_VM_DIR/logs/<test>.log)
+# Files the test sends with vm_export land in $SVCNET_VM_DIR/out/<test>/.
 #   SVCNET_VM_DIR  cache folder (default <repo>/target/vm)
 set -euo pipefail
 
@@ -67,6 +68,13 @@ trap 'rm -rf "$run_dir"' EXIT
 # firmware clears the screen), line by line so the console shows live.
 console_filter() {
     sed -u -e 's/\r//g' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1b[A-Za-z]//g'
+}
+
+# What is shown (the log keeps everything): vm_export's base64 lines hidden.
+hide_exports() {
+    awk '/^SVCNET-VM: FILE-END / { hide = 0 }
+        !hide { print; fflush() }
+        /^SVCNET-VM: FILE-BEGIN / { hide = 1; print "(base64 lines: see the log)"; fflush() }'
 }
 
 qemu_base=(qemu-system-x86_64 -m "$mem" -smp "$smp" -nographic -no-reboot
@@ -114,7 +122,7 @@ set +e
 timeout -k 5 "$timeout_s" "${qemu_base[@]}" -accel "$accel" \
     -initrd "$run_dir/initramfs.cpio.gz" \
     -append "$append_base${VM_APPEND:+ $VM_APPEND}" </dev/null 2>&1 |
-    console_filter | tee "$log"
+    console_filter | tee "$log" | hide_exports
 qemu_status=${PIPESTATUS[0]}
 set -e
 boot_s=$((SECONDS - boot_started))
@@ -122,6 +130,21 @@ boot_s=$((SECONDS - boot_started))
 passed="$(grep -ac 'SVCNET-VM: PASS ' "$log" || true)"
 failed="$(grep -ac 'SVCNET-VM: FAIL ' "$log" || true)"
 exit_line="$(grep -ao 'SVCNET-VM: EXIT [0-9]*' "$log" | tail -n 1 || true)"
+
+# Files the test sent out with vm_export.
+out_dir="$cache/out/$name"
+rm -rf "$out_dir"
+exported="$(sed -n 's/^SVCNET-VM: FILE-BEGIN \([A-Za-z0-9._-]*\)$/\1/p' "$log")"
+for f in $exported; do
+    mkdir -p "$out_dir"
+    if sed -n "/^SVCNET-VM: FILE-BEGIN $f\$/,/^SVCNET-VM: FILE-END $f\$/{/^SVCNET-VM: /d;p}" "$log" |
+        base64 -d >"$out_dir/$f" 2>/dev/null; then
+        say "file from the VM: ${out_dir#"$repo"/}/$f"
+    else
+        say "file from the VM: $f arrived damaged (see the console)"
+        failed=$((failed + 1))
+    fi
+done
 
 echo
 if [[ -n $exit_line ]]; then

@@ -97,8 +97,9 @@ save_restore() {
     local before after
     before="$(vm_ipvs_save)"
     echo "--- ipvsadm-save -n"
-    printf '%s\n' "$before"
+    printf '%s\n' "$before" | tee /tmp/ipvsadm-save.txt
     echo "---"
+    vm_export ipvsadm-save.txt /tmp/ipvsadm-save.txt
     ipvsadm -C
     [[ -z "$(vm_ipvs_save)" ]]
     printf '%s\n' "$before" | ipvsadm -R
