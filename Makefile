@@ -74,3 +74,9 @@ test: fmt-check clippy unit test-release wasm-check ## Everything CI runs: fmt-c
 demo: ## The narrated tour of the core on examples/services.yaml (the agent demo comes with the agent)
 	$(step)
 	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml
+
+.PHONY: vm-smoke
+vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (installs what it needs)
+	$(step)
+	tests/vm/setup.sh
+	tests/vm/run.sh tests/vm/smoke.sh
