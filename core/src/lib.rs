@@ -16,6 +16,9 @@
 //!   ties the allocators together.
 //! - [`dns`]: DNS records per the Kubernetes DNS specification.
 //! - [`kubectl`]: `kubectl get` tables.
+//! - [`proxy`]: what kube-proxy's IPVS mode computes on one node: endpoint
+//!   selection, the desired IPVS table, the plan that reaches it from the
+//!   kernel's table (with graceful termination) and `ipvsadm` rendering.
 //! - [`scenario`]: runs behaviour vectors (configuration + ordered actions)
 //!   against the control plane; shared by the native and wasm test runners.
 
@@ -26,6 +29,7 @@ pub mod dns;
 pub mod family;
 pub mod field;
 pub mod kubectl;
+pub mod proxy;
 pub mod rng;
 pub mod scenario;
 pub mod time;

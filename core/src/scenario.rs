@@ -21,6 +21,7 @@
 
 use crate::controlplane::snapshot::Snapshot;
 use crate::controlplane::{ClusterConfig, ControlPlane};
+use crate::proxy::scenario::{ProxySim, ProxyStep};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -91,6 +92,12 @@ pub enum Action {
     Dns(Empty),
     /// Output: ClusterIP and NodePort range usage.
     Usage(Empty),
+    // --- proxy (kube-proxy IPVS mode on one simulated node), see crate::proxy::scenario ---
+    /// The node's desired IPVS table; output: `save`, `list`, `table`, `warnings`.
+    IpvsTable(Box<ProxyStep>),
+    /// Plans from the simulated kernel table to the desired one and applies
+    /// the plan; output: `operations`, `draining`, `save`, `list`, `table`, `warnings`.
+    Plan(Box<ProxyStep>),
 }
 
 /// Names an object.
@@ -240,8 +247,9 @@ pub fn run_vector(vector: &Vector) -> VectorReport {
         }
     };
     let mut kept: Option<Snapshot> = None;
+    let mut proxy = ProxySim::new();
     for (i, step) in vector.steps.iter().enumerate() {
-        let (name, result) = perform(&mut cp, &mut kept, &step.action);
+        let (name, result) = perform(&mut cp, &mut kept, &mut proxy, &step.action);
         let (output, error) = match result {
             Ok(v) => (Some(v), None),
             Err((partial, e)) => (partial, Some(e)),
@@ -288,7 +296,12 @@ fn endpoints(cp: &ControlPlane) -> Value {
     )
 }
 
-fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) -> (&'static str, StepResult) {
+fn perform(
+    cp: &mut ControlPlane,
+    kept: &mut Option<Snapshot>,
+    proxy: &mut ProxySim,
+    action: &Action,
+) -> (&'static str, StepResult) {
     match action {
         Action::Start(config) => {
             let res = match ControlPlane::new((**config).clone()) {
@@ -342,6 +355,8 @@ fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) 
             });
             ("usage", Ok(usage))
         }
+        Action::IpvsTable(p) => ("ipvsTable", proxy.table(cp.services(), p).map_err(|e| (None, e))),
+        Action::Plan(p) => ("plan", proxy.plan(cp.services(), p).map_err(|e| (None, e))),
     }
 }
 
