@@ -96,7 +96,7 @@ pub enum Action {
     /// The node's desired IPVS table; output: `save`, `list`, `table`, `warnings`.
     IpvsTable(Box<ProxyStep>),
     /// Plans from the simulated kernel table to the desired one and applies
-    /// the plan; output: `operations`, `draining`, `save`, `list`, `table`, `warnings`.
+    /// the plan; output: `operations`, `draining`, `claimed`, `save`, `list`, `table`, `warnings`.
     Plan(Box<ProxyStep>),
 }
 

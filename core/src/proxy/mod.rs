@@ -31,7 +31,7 @@ pub use desired::{desired_table, service_fragment, slices_by_service, Desired, P
 pub use error::{ApplyError, ProxyError, ProxyWarning};
 pub use index::{Changes, DesiredIndex};
 pub use node::NodeInfo;
-pub use plan::{plan, plan_changes, DrainState, Operation, Plan, PlanContext};
+pub use plan::{plan, plan_changes, DrainState, Operation, Plan, PlanContext, PlanState};
 pub use render::{ipvsadm_list, ipvsadm_save, table_json, DUMMY_INTERFACE};
 pub use scheduler::{Scheduler, SCHEDULER_ANNOTATION};
 pub use table::{

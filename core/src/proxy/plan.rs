@@ -19,12 +19,15 @@
 //! inactive). Otherwise it is set to weight 0 and kept, draining, until its
 //! connections reach 0 or `drain_timeout` has passed since draining began;
 //! if its endpoint comes back meanwhile, it is restored. The drain start
-//! times are a small [`DrainState`] the plan takes and returns, so time is
-//! an input like everything else.
+//! times are a small [`DrainState`] the plan takes and returns (inside
+//! [`PlanState`]), so time is an input like everything else.
 //!
 //! Ownership: the plan only touches virtual servers it manages: those on
-//! addresses bound on `kube-ipvs0` (observed or desired) and those on the
-//! node's IPs with a port in the NodePort range. Anything else in the kernel
+//! addresses bound on `kube-ipvs0` (observed or desired), those on the
+//! node's IPs with a port in the NodePort range, and those it wanted before
+//! on addresses that are not bound (an external IP that is the node's own
+//! address, a NodePort on a node address that changed), which
+//! [`PlanState::claimed`] remembers. Anything else in the kernel
 //! (keepalived, a hand-made `ipvsadm` rule) is never updated or deleted.
 
 use super::desired::ProxyConfig;
@@ -147,14 +150,29 @@ impl DrainState {
     }
 }
 
-/// A plan: operations in order, and the drain state after them.
+/// What one plan passes to the next. Keep it between plans (the agent
+/// may persist it across restarts); an empty state is a valid start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanState {
+    /// The real servers draining, with their start times.
+    #[serde(default)]
+    pub draining: DrainState,
+    /// Virtual servers the proxy wants on addresses it does not bind on
+    /// `kube-ipvs0` (node addresses): remembered so they can be deleted when
+    /// no longer wanted, even outside the NodePort range.
+    #[serde(default)]
+    pub claimed: BTreeSet<VirtualServerKey>,
+}
+
+/// A plan: operations in order, and the state after them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     /// What to do, in order.
     pub operations: Vec<Operation>,
-    /// The drain state to pass to the next plan.
-    pub drain: DrainState,
+    /// The state to pass to the next plan once these operations are applied.
+    pub state: PlanState,
 }
 
 impl Plan {
@@ -164,7 +182,7 @@ impl Plan {
     }
 }
 
-/// The inputs of a plan besides the two tables and the drain state.
+/// The inputs of a plan besides the two tables and the plan state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanContext {
     /// The current time.
@@ -188,26 +206,27 @@ impl PlanContext {
         }
     }
 
-    /// True when the proxy manages this virtual server: it is on an address
-    /// bound (or to be bound) on `kube-ipvs0`, or it is a NodePort on a node
-    /// address.
-    pub fn owns(&self, key: &VirtualServerKey, observed: &IpvsTable, desired: &IpvsTable) -> bool {
-        observed.addresses.contains(&key.address)
+    /// True when the proxy manages this virtual server: it wants it, it is
+    /// on an address bound (or to be bound) on `kube-ipvs0`, it is a
+    /// NodePort on a node address, or an earlier plan claimed it.
+    pub fn owns(&self, key: &VirtualServerKey, observed: &IpvsTable, desired: &IpvsTable, state: &PlanState) -> bool {
+        desired.virtual_servers.contains_key(key)
+            || observed.addresses.contains(&key.address)
             || desired.addresses.contains(&key.address)
             || (self.node_ips.contains(&key.address) && self.node_port_range.contains(key.port))
+            || state.claimed.contains(key)
     }
 }
 
-/// The operations that turn `observed` into `desired`, given the real
-/// servers already draining.
-pub fn plan(observed: &IpvsTable, desired: &IpvsTable, drain: &DrainState, ctx: &PlanContext) -> Plan {
-    let mut planner = Planner::new(ctx, drain, DrainState::default());
+/// The operations that turn `observed` into `desired`, given the state the
+/// previous plan returned.
+pub fn plan(observed: &IpvsTable, desired: &IpvsTable, state: &PlanState, ctx: &PlanContext) -> Plan {
+    let mut planner = Planner::new(ctx, observed, desired, state, PlanState::default());
     for address in desired.addresses.difference(&observed.addresses) {
         planner.binds.push(Operation::BindAddress { address: *address });
     }
     for (key, o, d) in merge(&observed.virtual_servers, &desired.virtual_servers) {
-        let owned = d.is_some() || ctx.owns(&key, observed, desired);
-        planner.virtual_server(key, o, d, owned);
+        planner.virtual_server(key, o, d);
     }
     for address in observed.addresses.difference(&desired.addresses) {
         planner.unbinds.push(Operation::UnbindAddress { address: *address });
@@ -224,12 +243,12 @@ pub fn plan_changes(
     observed: &IpvsTable,
     desired: &IpvsTable,
     changes: &Changes,
-    drain: &DrainState,
+    state: &PlanState,
     ctx: &PlanContext,
 ) -> Plan {
-    let mut planner = Planner::new(ctx, drain, drain.clone());
+    let mut planner = Planner::new(ctx, observed, desired, state, state.clone());
     let mut keys: BTreeSet<VirtualServerKey> = changes.virtual_servers.clone();
-    keys.extend(drain.virtual_servers().copied());
+    keys.extend(state.draining.virtual_servers().copied());
     for address in &changes.addresses {
         let wanted = desired.addresses.contains(address);
         let bound = observed.addresses.contains(address);
@@ -241,18 +260,22 @@ pub fn plan_changes(
         }
     }
     for key in keys {
-        let (o, d) = (observed.virtual_servers.get(&key), desired.virtual_servers.get(&key));
-        let owned = d.is_some() || ctx.owns(&key, observed, desired);
-        planner.virtual_server(key, o, d, owned);
+        planner.virtual_server(
+            key,
+            observed.virtual_servers.get(&key),
+            desired.virtual_servers.get(&key),
+        );
     }
     planner.finish()
 }
 
-/// Collects operations in their four phases and the new drain state.
+/// Collects operations in their four phases and the new state.
 struct Planner<'a> {
     ctx: &'a PlanContext,
-    old_drain: &'a DrainState,
-    drain: DrainState,
+    observed: &'a IpvsTable,
+    desired: &'a IpvsTable,
+    old: &'a PlanState,
+    state: PlanState,
     binds: Vec<Operation>,
     changes: Vec<Operation>,
     deletes: Vec<Operation>,
@@ -260,11 +283,19 @@ struct Planner<'a> {
 }
 
 impl<'a> Planner<'a> {
-    fn new(ctx: &'a PlanContext, old_drain: &'a DrainState, drain: DrainState) -> Planner<'a> {
+    fn new(
+        ctx: &'a PlanContext,
+        observed: &'a IpvsTable,
+        desired: &'a IpvsTable,
+        old: &'a PlanState,
+        state: PlanState,
+    ) -> Planner<'a> {
         Planner {
             ctx,
-            old_drain,
-            drain,
+            observed,
+            desired,
+            old,
+            state,
             binds: Vec::new(),
             changes: Vec::new(),
             deletes: Vec::new(),
@@ -279,7 +310,7 @@ impl<'a> Planner<'a> {
         operations.extend(self.unbinds);
         Plan {
             operations,
-            drain: self.drain,
+            state: self.state,
         }
     }
 
@@ -288,8 +319,13 @@ impl<'a> Planner<'a> {
         key: VirtualServerKey,
         observed: Option<&VirtualServer>,
         desired: Option<&VirtualServer>,
-        owned: bool,
     ) {
+        let owned = self.ctx.owns(&key, self.observed, self.desired, self.old);
+        if desired.is_some() && !self.desired.addresses.contains(&key.address) {
+            self.state.claimed.insert(key);
+        } else {
+            self.state.claimed.remove(&key);
+        }
         let mut draining = BTreeMap::new();
         match (observed, desired) {
             (Some(_), None) if owned => self
@@ -333,13 +369,13 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        self.drain.replace(key, draining);
+        self.state.draining.replace(key, draining);
     }
 
     /// Deletes a real server that is no longer wanted, or drains it; returns
     /// its drain start time when it stays.
     fn remove_real_server(&mut self, key: VirtualServerKey, addr: SocketAddr, rs: &RealServer) -> Option<Time> {
-        let since = self.old_drain.since(&key, &addr);
+        let since = self.old.draining.since(&key, &addr);
         let expired = since.is_some_and(|s| self.ctx.now.since(s) >= self.ctx.drain_timeout);
         if key.protocol != Protocol::Tcp || rs.connections() == 0 || expired {
             self.changes.push(Operation::DeleteRealServer {
@@ -470,7 +506,7 @@ mod tests {
             ],
             &["10.96.0.1", "10.96.0.10"],
         );
-        let p = plan(&IpvsTable::new(), &desired, &DrainState::default(), &ctx(0));
+        let p = plan(&IpvsTable::new(), &desired, &PlanState::default(), &ctx(0));
         assert_eq!(
             text(&p),
             [
@@ -485,7 +521,7 @@ mod tests {
         let mut kernel = IpvsTable::new();
         apply_plan(&mut kernel, &p).expect("the kernel accepts the plan");
         assert_eq!(kernel, desired);
-        assert!(plan(&kernel, &desired, &p.drain, &ctx(0)).is_empty());
+        assert!(plan(&kernel, &desired, &p.state, &ctx(0)).is_empty());
     }
 
     #[test]
@@ -498,7 +534,7 @@ mod tests {
             &["10.96.0.1", "10.96.0.2"],
         );
         let desired = table(&[("TCP/10.96.0.1:443", &["192.168.0.10:6443"])], &["10.96.0.1"]);
-        let p = plan(&observed, &desired, &DrainState::default(), &ctx(0));
+        let p = plan(&observed, &desired, &PlanState::default(), &ctx(0));
         assert_eq!(
             text(&p),
             ["-D -t 10.96.0.2:80", "ip addr del 10.96.0.2/32 dev kube-ipvs0"]
@@ -515,8 +551,26 @@ mod tests {
             ],
             &[],
         );
-        let p = plan(&observed, &IpvsTable::new(), &DrainState::default(), &ctx(0));
+        let p = plan(&observed, &IpvsTable::new(), &PlanState::default(), &ctx(0));
         assert_eq!(text(&p), ["-D -t 192.168.0.10:30080"], "only the NodePort is ours");
+    }
+
+    #[test]
+    fn claimed_node_address_virtual_servers_are_cleaned_up() {
+        let desired = table(&[("TCP/192.168.0.10:8000", &["10.244.0.5:80"])], &[]);
+        let mut kernel = table(&[("TCP/192.168.0.10:22", &["10.0.0.1:22"])], &[]);
+        let p1 = plan(&kernel, &desired, &PlanState::default(), &ctx(0));
+        assert_eq!(p1.state.claimed, [key("TCP/192.168.0.10:8000")].into());
+        apply_plan(&mut kernel, &p1).expect("applies");
+        let p2 = plan(&kernel, &IpvsTable::new(), &p1.state, &ctx(1));
+        assert_eq!(
+            text(&p2),
+            ["-D -t 192.168.0.10:8000"],
+            "claimed, so ours; port 22 is not"
+        );
+        assert!(p2.state.claimed.is_empty());
+        let forgotten = plan(&kernel, &IpvsTable::new(), &PlanState::default(), &ctx(1));
+        assert!(forgotten.is_empty(), "without the state it is not known to be ours");
     }
 
     #[test]
@@ -528,24 +582,24 @@ mod tests {
         observed.set_counters(&key("TCP/10.96.0.5:80"), sa("10.244.0.6:80"), 2, 1);
         let desired = table(&[("TCP/10.96.0.5:80", &["10.244.0.5:80"])], &["10.96.0.5"]);
 
-        let p1 = plan(&observed, &desired, &DrainState::default(), &ctx(10));
+        let p1 = plan(&observed, &desired, &PlanState::default(), &ctx(10));
         assert_eq!(text(&p1), ["-e -t 10.96.0.5:80 -r 10.244.0.6:80 -m -w 0"]);
         assert_eq!(
-            p1.drain.since(&key("TCP/10.96.0.5:80"), &sa("10.244.0.6:80")),
+            p1.state.draining.since(&key("TCP/10.96.0.5:80"), &sa("10.244.0.6:80")),
             Some(Time::from_secs(10))
         );
         apply_plan(&mut observed, &p1).expect("applies");
 
-        let p2 = plan(&observed, &desired, &p1.drain, &ctx(20));
+        let p2 = plan(&observed, &desired, &p1.state, &ctx(20));
         assert!(p2.is_empty(), "still draining: {:?}", text(&p2));
-        assert_eq!(p2.drain, p1.drain);
+        assert_eq!(p2.state, p1.state);
 
-        let p3 = plan(&observed, &desired, &p2.drain, &ctx(610));
+        let p3 = plan(&observed, &desired, &p2.state, &ctx(610));
         assert_eq!(text(&p3), ["-d -t 10.96.0.5:80 -r 10.244.0.6:80"], "timed out");
-        assert!(p3.drain.is_empty());
+        assert!(p3.state.draining.is_empty());
 
         observed.set_counters(&key("TCP/10.96.0.5:80"), sa("10.244.0.6:80"), 0, 0);
-        let p4 = plan(&observed, &desired, &p2.drain, &ctx(30));
+        let p4 = plan(&observed, &desired, &p2.state, &ctx(30));
         assert_eq!(text(&p4), ["-d -t 10.96.0.5:80 -r 10.244.0.6:80"], "connections gone");
     }
 
@@ -555,12 +609,12 @@ mod tests {
         let k = key("TCP/10.96.0.5:80");
         observed.set_counters(&k, sa("10.244.0.6:80"), 1, 0);
         let empty = table(&[("TCP/10.96.0.5:80", &[])], &["10.96.0.5"]);
-        let p1 = plan(&observed, &empty, &DrainState::default(), &ctx(0));
+        let p1 = plan(&observed, &empty, &PlanState::default(), &ctx(0));
         apply_plan(&mut observed, &p1).expect("applies");
         let back = table(&[("TCP/10.96.0.5:80", &["10.244.0.6:80"])], &["10.96.0.5"]);
-        let p2 = plan(&observed, &back, &p1.drain, &ctx(5));
+        let p2 = plan(&observed, &back, &p1.state, &ctx(5));
         assert_eq!(text(&p2), ["-e -t 10.96.0.5:80 -r 10.244.0.6:80 -m -w 1"]);
-        assert!(p2.drain.is_empty());
+        assert!(p2.state.draining.is_empty());
     }
 
     #[test]
@@ -578,7 +632,7 @@ mod tests {
             &[("UDP/10.96.0.10:53", &[]), ("SCTP/10.96.0.11:9", &[])],
             &["10.96.0.10", "10.96.0.11"],
         );
-        let p = plan(&observed, &desired, &DrainState::default(), &ctx(0));
+        let p = plan(&observed, &desired, &PlanState::default(), &ctx(0));
         assert_eq!(
             text(&p),
             [
@@ -598,7 +652,7 @@ mod tests {
             .expect("present");
         vs.settings.flags = Flags::PERSISTENT;
         vs.settings.timeout = 600;
-        let p = plan(&observed, &desired, &DrainState::default(), &ctx(0));
+        let p = plan(&observed, &desired, &PlanState::default(), &ctx(0));
         assert_eq!(text(&p), ["-E -t 10.96.0.5:80 -s rr -p 600"]);
         let mut kernel = observed.clone();
         kernel
@@ -607,7 +661,7 @@ mod tests {
             .expect("present")
             .settings
             .flags = Flags::HASHED;
-        let p = plan(&kernel, &observed, &DrainState::default(), &ctx(0));
+        let p = plan(&kernel, &observed, &PlanState::default(), &ctx(0));
         assert!(p.is_empty(), "the hashed flag the kernel adds is no difference");
     }
 
@@ -628,8 +682,8 @@ mod tests {
             virtual_servers: [key("TCP/10.96.0.1:80"), key("TCP/10.96.0.3:80")].into(),
             addresses: ["10.96.0.2".parse().expect("ip"), "10.96.0.3".parse().expect("ip")].into(),
         };
-        let full = plan(&observed, &desired, &DrainState::default(), &ctx(0));
-        let partial = plan_changes(&observed, &desired, &changes, &DrainState::default(), &ctx(0));
+        let full = plan(&observed, &desired, &PlanState::default(), &ctx(0));
+        let partial = plan_changes(&observed, &desired, &changes, &PlanState::default(), &ctx(0));
         assert_eq!(full, partial);
         assert_eq!(
             text(&full),

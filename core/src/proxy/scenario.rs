@@ -20,13 +20,13 @@
 //! `ipvsTable` outputs the node's desired table (`save`, `list`, `table`,
 //! `warnings`); `plan` plans from the simulated kernel to it, applies the
 //! plan to the simulated kernel and outputs `operations` (as `ipvsadm`/`ip`
-//! commands), `draining`, and the kernel's table afterwards (`save`, `list`,
-//! `table`), plus `warnings`.
+//! commands), `draining` and `claimed` (the plan state), and the kernel's
+//! table afterwards (`save`, `list`, `table`), plus `warnings`.
 
 use super::apply::apply_plan;
 use super::desired::{desired_table, Desired, ProxyConfig};
 use super::node::NodeInfo;
-use super::plan::{plan, DrainState, PlanContext};
+use super::plan::{plan, PlanContext, PlanState};
 use super::render::{ipvsadm_list, ipvsadm_save};
 use super::table::{IpvsTable, VirtualServerKey};
 use crate::api::{EndpointSlice, Service};
@@ -87,7 +87,7 @@ pub struct ProxySim {
     slices: Vec<EndpointSlice>,
     config: ProxyConfig,
     kernel: IpvsTable,
-    drain: DrainState,
+    state: PlanState,
     now: Time,
 }
 
@@ -139,13 +139,14 @@ impl ProxySim {
             self.now = Time(now);
         }
         let ctx = PlanContext::new(&self.config, &self.node, self.now);
-        let planned = plan(&self.kernel, &desired.table, &self.drain, &ctx);
+        let planned = plan(&self.kernel, &desired.table, &self.state, &ctx);
         apply_plan(&mut self.kernel, &planned).map_err(|e| format!("the kernel refused the plan: {e}"))?;
-        self.drain = planned.drain.clone();
+        self.state = planned.state;
         let operations: Vec<String> = planned.operations.iter().map(ToString::to_string).collect();
         Ok(json!({
             "operations": operations,
-            "draining": to_value(&self.drain),
+            "draining": to_value(&self.state.draining),
+            "claimed": to_value(&self.state.claimed),
             "save": ipvsadm_save(&self.kernel),
             "list": ipvsadm_list(&self.kernel),
             "table": to_value(&self.kernel),
