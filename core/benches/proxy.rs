@@ -97,7 +97,10 @@ struct World {
     desired_changed: IpvsTable,
     /// The kernel, in step with `desired`.
     kernel: IpvsTable,
+    /// The index and the kernel the incremental scenario changes, one
+    /// endpoint at a time.
     index: DesiredIndex,
+    incremental_kernel: IpvsTable,
 }
 
 impl World {
@@ -117,6 +120,7 @@ impl World {
         let index = DesiredIndex::build(&services, &slices, &node, &config);
         World {
             kernel: desired.clone(),
+            incremental_kernel: desired.clone(),
             services,
             slices,
             node,
@@ -139,8 +143,14 @@ impl World {
         let changes = self
             .index
             .update(&self.services[CHANGED as usize], &[&moved], &self.node, &self.config);
-        let planned = plan_changes(&self.kernel, self.index.table(), &changes, state, &self.ctx());
-        apply_plan(&mut self.kernel, &planned).expect("the kernel accepts the plan");
+        let planned = plan_changes(
+            &self.incremental_kernel,
+            self.index.table(),
+            &changes,
+            state,
+            &self.ctx(),
+        );
+        apply_plan(&mut self.incremental_kernel, &planned).expect("the kernel accepts the plan");
         *state = planned.state;
         planned.operations.len()
     }

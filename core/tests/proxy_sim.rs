@@ -392,6 +392,7 @@ fn check_step(sim: &mut Sim, changes: Option<Changes>) -> Result<(), TestCaseErr
         sim.index = DesiredIndex::build(services.iter().copied(), &slices, &sim.node, &sim.config);
     }
     prop_assert_eq!(sim.index.table(), &desired.table, "the index matches a full rebuild");
+    prop_assert_eq!(sim.index.warnings(), desired.warnings.clone());
 
     let ctx = PlanContext::new(&sim.config, &sim.node, sim.now);
     let full = plan(&sim.kernel, &desired.table, &sim.state, &ctx);

@@ -22,7 +22,6 @@ use super::table::Protocol;
 use crate::api::endpoint_slice::{Endpoint, EndpointSlice};
 use crate::family::IpFamily;
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
 /// One endpoint of one Service port, as the proxy sees it.
@@ -74,7 +73,7 @@ pub fn port_endpoints<'a>(
     slices: &[&'a EndpointSlice],
     warnings: &mut Vec<ProxyWarning>,
 ) -> Vec<EndpointInfo<'a>> {
-    let mut found: BTreeMap<SocketAddr, EndpointInfo<'a>> = BTreeMap::new();
+    let mut found: Vec<EndpointInfo<'a>> = Vec::new();
     for slice in slices.iter().filter(|s| s.address_type == family.as_str()) {
         let matching = slice.ports.iter().find(|p| {
             p.name.as_deref().unwrap_or_default() == port_name
@@ -100,19 +99,17 @@ pub fn port_endpoints<'a>(
             if IpFamily::of(ip) != family {
                 continue;
             }
-            let info = EndpointInfo {
+            found.push(EndpointInfo {
                 address: SocketAddr::new(ip, port),
                 endpoint,
-            };
-            match found.get(&info.address) {
-                Some(existing) if existing.is_ready() || !info.is_ready() => {}
-                _ => {
-                    found.insert(info.address, info);
-                }
-            }
+            });
         }
     }
-    found.into_values().collect()
+    // By address, ready copies first; the sort is stable, so among equal
+    // copies the first seen stays first and is the one kept.
+    found.sort_by_key(|e| (e.address, !e.is_ready()));
+    found.dedup_by_key(|e| e.address);
+    found
 }
 
 /// Which endpoints cluster-wide traffic uses, and why.

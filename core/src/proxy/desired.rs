@@ -19,12 +19,11 @@
 //!   that are not the node's own addresses.
 //!
 //! Headless and ExternalName Services get nothing. [`desired_table`] builds a
-//! whole table through [`DesiredIndex`](super::index::DesiredIndex), the same
-//! structure that keeps a table up to date one Service at a time.
+//! whole table in one pass; [`DesiredIndex`](super::index::DesiredIndex) keeps one up to date a Service
+//! at a time, with the same result.
 
 use super::categorize::{categorize, port_endpoints, Categorized};
 use super::error::{ProxyError, ProxyWarning};
-use super::index::DesiredIndex;
 use super::node::NodeInfo;
 use super::scheduler::{Scheduler, SCHEDULER_ANNOTATION};
 use super::table::VirtualServerSettings;
@@ -125,18 +124,49 @@ pub fn slices_by_service<'a>(
 }
 
 /// The desired table of `node`: every Service with the slices that name it.
+///
+/// The same table as [`DesiredIndex::build`](super::index::DesiredIndex::build) (a Service that appears twice
+/// counts once, its last copy; a virtual server two Services want goes to
+/// the first by `namespace/name`), built in one pass without keeping the
+/// per-Service fragments.
 pub fn desired_table<'s, 'e>(
     services: impl IntoIterator<Item = &'s Service>,
     slices: impl IntoIterator<Item = &'e EndpointSlice>,
     node: &NodeInfo,
     config: &ProxyConfig,
 ) -> Desired {
-    let index = DesiredIndex::build(services, slices, node, config);
-    let warnings = index.warnings();
-    Desired {
-        table: index.into_table(),
-        warnings,
+    let groups = slices_by_service(slices);
+    let by_key: BTreeMap<String, &Service> = services.into_iter().map(|svc| (svc.key(), svc)).collect();
+    let mut desired = Desired::default();
+    let mut owners: BTreeMap<VirtualServerKey, &str> = BTreeMap::new();
+    let mut conflicts: BTreeMap<VirtualServerKey, Vec<String>> = BTreeMap::new();
+    for (key, svc) in &by_key {
+        let slices = groups.get(key).map(Vec::as_slice).unwrap_or_default();
+        let fragment = service_fragment(svc, slices, node, config);
+        desired.warnings.extend(fragment.warnings);
+        desired.table.addresses.extend(fragment.addresses);
+        for (vs_key, vs) in fragment.virtual_servers {
+            match owners.get(&vs_key) {
+                Some(owner) => conflicts
+                    .entry(vs_key)
+                    .or_insert_with(|| vec![owner.to_string()])
+                    .push(key.clone()),
+                None => {
+                    owners.insert(vs_key, key);
+                    desired.table.virtual_servers.insert(vs_key, vs);
+                }
+            }
+        }
     }
+    desired.warnings.extend(
+        conflicts
+            .into_iter()
+            .map(|(vs_key, services)| ProxyWarning::VirtualServerConflict {
+                virtual_server: vs_key.to_string(),
+                services,
+            }),
+    );
+    desired
 }
 
 /// What one Service needs on `node`, given its slices (sorted by name).
@@ -178,7 +208,18 @@ pub fn service_fragment(
             builder.add_family(ip);
         }
     }
-    builder.fragment
+    // Each family and port reads the same fields and slices: report each
+    // problem once.
+    let mut fragment = builder.fragment;
+    let mut seen: Vec<ProxyWarning> = Vec::new();
+    fragment.warnings.retain(|w| {
+        let new = !seen.contains(w);
+        if new {
+            seen.push(w.clone());
+        }
+        new
+    });
+    fragment
 }
 
 /// Builds one Service's fragment, family by family.
@@ -506,6 +547,27 @@ mod tests {
               must be one of rr, wrr, lc, wlc, lblc, lblcr, dh, sh, sed, nq, mh, fo, ovf, twos; the Service is skipped"
             ]
         );
+    }
+
+    #[test]
+    fn problems_are_reported_once() {
+        let mut svc = service("dual", &["10.96.0.60", "fd00::60"]);
+        svc.spec.external_ips = vec!["not-an-ip".into()];
+        svc.spec.ports.push(ServicePort {
+            name: "bad".into(),
+            protocol: "ICMP".into(),
+            port: 1,
+            ..Default::default()
+        });
+        let d = desired_table([&svc], [], &node(), &ProxyConfig::default());
+        assert_eq!(
+            d.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "Service default/dual: spec.externalIPs[0] \"not-an-ip\" is not an IP address; ignored",
+                "Service default/dual: spec.ports[1].protocol \"ICMP\" cannot be programmed in IPVS; ignored",
+            ]
+        );
+        assert_eq!(d.table.virtual_servers.len(), 2, "the valid port, once per family");
     }
 
     #[test]

@@ -250,7 +250,10 @@ mod tests {
             ["virtual server TCP/203.0.113.1:80 is wanted by Services default/a, default/b; default/a gets it"]
         );
 
-        let changes = index.remove("default/a");
+        let mut batch = index.update(&a, &[], &node(), &config);
+        assert!(batch.is_empty());
+        batch.extend(index.remove("default/a"));
+        let changes = batch;
         assert_eq!(changes.addresses.len(), 1, "203.0.113.1 is still needed by b");
         assert_eq!(
             changes.virtual_servers.len(),

@@ -22,26 +22,24 @@ pub const DUMMY_INTERFACE: &str = "kube-ipvs0";
 /// The table as `ipvsadm-save -n` (`ipvsadm -S -n`) prints it: each `-A`
 /// followed by its `-a` lines, ready for `ipvsadm -R`.
 pub fn ipvsadm_save(table: &IpvsTable) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(64 * (table.virtual_servers.len() + table.real_server_count()));
+    // Writing to a String cannot fail.
     for (key, vs) in &table.virtual_servers {
-        out.push_str(&format!(
-            "-A {}{}\n",
-            rule_service(key),
-            service_options(key, &vs.settings)
-        ));
+        let _ = writeln!(out, "-A {}{}", rule_service(key), service_options(key, &vs.settings));
         for (addr, rs) in &vs.real_servers {
             let tunnel = if rs.forward == Forward::Tunnel {
                 " --tun-type ipip"
             } else {
                 ""
             };
-            out.push_str(&format!(
-                "-a {} -r {} {} -w {}{tunnel}\n",
+            let _ = writeln!(
+                out,
+                "-a {} -r {} {} -w {}{tunnel}",
                 rule_service(key),
                 addrport(*addr),
                 forward_switch(rs.forward),
                 rs.weight
-            ));
+            );
         }
     }
     out
@@ -163,13 +161,22 @@ impl fmt::Display for Operation {
 }
 
 /// `-t 10.96.0.1:443`, `-u [fd00::10]:53`, `--sctp-service 10.96.0.7:9`.
-fn rule_service(key: &VirtualServerKey) -> String {
-    let switch = match key.protocol {
-        Protocol::Tcp => "-t",
-        Protocol::Udp => "-u",
-        Protocol::Sctp => "--sctp-service",
-    };
-    format!("{switch} {}", addrport(key.socket_addr()))
+fn rule_service(key: &VirtualServerKey) -> RuleService<'_> {
+    RuleService(key)
+}
+
+/// See [`rule_service`].
+struct RuleService<'a>(&'a VirtualServerKey);
+
+impl fmt::Display for RuleService<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let switch = match self.0.protocol {
+            Protocol::Tcp => "-t",
+            Protocol::Udp => "-u",
+            Protocol::Sctp => "--sctp-service",
+        };
+        write!(f, "{switch} {}", addrport(self.0.socket_addr()))
+    }
 }
 
 /// `-s rr`, then `-p timeout [-M mask]`, `-o`, `-b flags`, in ipvsadm's order.
@@ -239,23 +246,39 @@ fn prefix_len(address: IpAddr) -> u8 {
 }
 
 /// `addr:port`, or `[addr]:port` for IPv6, with addresses written as glibc's
-/// `inet_ntop` writes them.
-fn addrport(addr: SocketAddr) -> String {
-    match addr.ip() {
-        IpAddr::V4(v4) => format!("{v4}:{}", addr.port()),
-        IpAddr::V6(v6) => format!("[{}]:{}", ntop6(v6), addr.port()),
+/// `inet_ntop` writes them. Honours a width (`{:<28}`), as the listing needs.
+fn addrport(addr: SocketAddr) -> AddrPort {
+    AddrPort(addr)
+}
+
+/// See [`addrport`].
+struct AddrPort(SocketAddr);
+
+impl fmt::Display for AddrPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.width().is_some() {
+            return f.pad(&AddrPort(self.0).to_string());
+        }
+        match self.0.ip() {
+            IpAddr::V4(v4) => write!(f, "{v4}:{}", self.0.port()),
+            IpAddr::V6(v6) => write!(f, "[{}]:{}", Ntop6(v6), self.0.port()),
+        }
     }
 }
 
 /// `inet_ntop` for IPv6: as Rust writes it, except that IPv4-compatible
 /// addresses (`::a.b.c.d`) keep their dotted tail.
-fn ntop6(v6: Ipv6Addr) -> String {
-    let s = v6.segments();
-    if s[..6].iter().all(|w| *w == 0) && s[6] != 0 {
-        let [.., a, b, c, d] = v6.octets();
-        return format!("::{a}.{b}.{c}.{d}");
+struct Ntop6(Ipv6Addr);
+
+impl fmt::Display for Ntop6 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0.segments();
+        if s[..6].iter().all(|w| *w == 0) && s[6] != 0 {
+            let [.., a, b, c, d] = self.0.octets();
+            return write!(f, "::{a}.{b}.{c}.{d}");
+        }
+        write!(f, "{}", self.0)
     }
-    v6.to_string()
 }
 
 #[cfg(test)]
@@ -377,14 +400,17 @@ mod tests {
 
     #[test]
     fn ipv6_addresses_as_inet_ntop_writes_them() {
-        assert_eq!(addrport("[::1.2.3.4]:80".parse().expect("addr")), "[::1.2.3.4]:80");
         assert_eq!(
-            addrport("[::ffff:1.2.3.4]:80".parse().expect("addr")),
+            addrport("[::1.2.3.4]:80".parse().expect("addr")).to_string(),
+            "[::1.2.3.4]:80"
+        );
+        assert_eq!(
+            addrport("[::ffff:1.2.3.4]:80".parse().expect("addr")).to_string(),
             "[::ffff:1.2.3.4]:80"
         );
-        assert_eq!(addrport("[::1]:80".parse().expect("addr")), "[::1]:80");
+        assert_eq!(addrport("[::1]:80".parse().expect("addr")).to_string(), "[::1]:80");
         assert_eq!(
-            addrport("[fd00:0:0:1::5]:80".parse().expect("addr")),
+            addrport("[fd00:0:0:1::5]:80".parse().expect("addr")).to_string(),
             "[fd00:0:0:1::5]:80"
         );
     }

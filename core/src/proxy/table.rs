@@ -500,6 +500,18 @@ mod tests {
     }
 
     #[test]
+    fn netlink_numbers() {
+        let protocols: Vec<u16> = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp]
+            .map(Protocol::number)
+            .into();
+        assert_eq!(protocols, [6, 17, 132]);
+        let forwards: Vec<u32> = [Forward::Masq, Forward::Local, Forward::Tunnel, Forward::Route]
+            .map(Forward::number)
+            .into();
+        assert_eq!(forwards, [0, 1, 2, 3]);
+    }
+
+    #[test]
     fn bad_keys_are_refused() {
         for bad in ["tcp/1.2.3.4:80", "TCP/1.2.3.4", "TCP1.2.3.4:80", "TCP/fd00::1:80"] {
             assert!(bad.parse::<VirtualServerKey>().is_err(), "{bad}");
