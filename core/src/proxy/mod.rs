@@ -1,13 +1,13 @@
 //! What kube-proxy's IPVS mode computes on one node, without any I/O.
 //!
-//! - [`categorize`]: which endpoints a Service port uses on this node
+//! - [`categorize`](mod@categorize): which endpoints a Service port uses on this node
 //!   (ready, serving+terminating fallback, traffic policies, topology).
 //! - [`desired`]: the virtual servers, real servers and `kube-ipvs0`
 //!   addresses each Service needs ([`desired_table`] for a whole node).
 //! - [`index`]: the desired table kept up to date one Service at a time,
 //!   reporting what changed.
 //! - [`table`]: the IPVS table type, one for desired and observed state.
-//! - [`plan`]: the ordered operations from an observed table to the desired
+//! - [`plan`](mod@plan): the ordered operations from an observed table to the desired
 //!   one, with graceful termination and ownership; [`apply`] replays them on
 //!   an in-memory table.
 //! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON.
