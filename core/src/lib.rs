@@ -21,6 +21,9 @@
 //! - [`kubelet`]: what the kubelet computes for a Pod: the Service
 //!   environment variables.
 //! - [`kubectl`]: `kubectl get` tables (Services, Endpoints, EndpointSlices).
+//! - [`proxy`]: what kube-proxy's IPVS mode computes on one node: endpoint
+//!   selection, the desired IPVS table, the plan that reaches it from the
+//!   kernel's table (with graceful termination) and `ipvsadm` rendering.
 //! - [`scenario`]: runs behaviour vectors (configuration + ordered actions)
 //!   against the control plane; shared by the native and wasm test runners.
 
@@ -33,6 +36,7 @@ pub mod family;
 pub mod field;
 pub mod kubectl;
 pub mod kubelet;
+pub mod proxy;
 pub mod rng;
 pub mod scenario;
 pub mod time;

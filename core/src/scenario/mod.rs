@@ -22,6 +22,7 @@
 use crate::api::pod::ContainerPort;
 use crate::controlplane::snapshot::Snapshot;
 use crate::controlplane::{ClusterConfig, ControlPlane};
+use crate::proxy::scenario::{ProxySim, ProxyStep};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -112,6 +113,12 @@ pub enum Action {
     /// The Service environment variables of a Pod; output: a map from name
     /// to value.
     Env(PodRef),
+    // --- proxy (kube-proxy IPVS mode on one simulated node), see crate::proxy::scenario ---
+    /// The node's desired IPVS table; output: `save`, `list`, `table`, `warnings`.
+    IpvsTable(Box<ProxyStep>),
+    /// Plans from the simulated kernel table to the desired one and applies
+    /// the plan; output: `operations`, `draining`, `claimed`, `save`, `list`, `table`, `warnings`.
+    Plan(Box<ProxyStep>),
 }
 
 /// Names an object.
@@ -337,8 +344,9 @@ pub fn run_vector(vector: &Vector) -> VectorReport {
         }
     };
     let mut kept: Option<Snapshot> = None;
+    let mut proxy = ProxySim::new();
     for (i, step) in vector.steps.iter().enumerate() {
-        let (name, result) = perform(&mut cp, &mut kept, &step.action);
+        let (name, result) = perform(&mut cp, &mut kept, &mut proxy, &step.action);
         let (output, error) = match result {
             Ok(v) => (Some(v), None),
             Err((partial, e)) => (partial, Some(e)),
@@ -385,7 +393,12 @@ fn endpoints(cp: &ControlPlane) -> Value {
     )
 }
 
-fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) -> (&'static str, StepResult) {
+fn perform(
+    cp: &mut ControlPlane,
+    kept: &mut Option<Snapshot>,
+    proxy: &mut ProxySim,
+    action: &Action,
+) -> (&'static str, StepResult) {
     match action {
         Action::Start(config) => {
             let res = match ControlPlane::new((**config).clone()) {
@@ -443,6 +456,8 @@ fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) 
         Action::EndpointSlices(q) => ("endpointSlices", Ok(views::endpoint_slices(cp, q))),
         Action::Endpoints(q) => ("endpoints", views::endpoints(cp, q)),
         Action::Env(r) => ("env", views::env(cp, r)),
+        Action::IpvsTable(p) => ("ipvsTable", proxy.table(cp.services(), p).map_err(|e| (None, e))),
+        Action::Plan(p) => ("plan", proxy.plan(cp.services(), p).map_err(|e| (None, e))),
     }
 }
 
