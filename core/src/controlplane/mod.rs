@@ -15,6 +15,7 @@ pub mod apply;
 pub mod config;
 pub mod error;
 pub mod objects;
+pub mod proxy;
 pub mod services;
 pub mod slices;
 pub mod snapshot;

@@ -1,5 +1,6 @@
 //! The proxy's behaviour-vector actions, `ipvsTable` and `plan`, run by
-//! [`crate::scenario`] against the control plane's Services.
+//! [`crate::scenario`] against the control plane's Services, EndpointSlices
+//! and Nodes (plus slices a step gives inline).
 //!
 //! A vector keeps one simulated node ([`ProxySim`]): its name, addresses and
 //! zone, the EndpointSlices it sees, the proxy configuration, the kernel's
@@ -29,7 +30,8 @@ use super::node::NodeInfo;
 use super::plan::{plan, PlanContext, PlanState};
 use super::render::{ipvsadm_list, ipvsadm_save};
 use super::table::{IpvsTable, VirtualServerKey};
-use crate::api::{EndpointSlice, Service};
+use crate::api::EndpointSlice;
+use crate::controlplane::ControlPlane;
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -98,15 +100,11 @@ impl ProxySim {
     }
 
     /// `ipvsTable`: the desired table for `services`.
-    pub fn table<'a>(
-        &mut self,
-        services: impl IntoIterator<Item = &'a Service>,
-        step: &ProxyStep,
-    ) -> Result<Value, String> {
+    pub fn table(&mut self, cp: &ControlPlane, step: &ProxyStep) -> Result<Value, String> {
         if step.observed.is_some() || !step.counters.is_empty() || step.now.is_some() {
             return Err("ipvsTable takes no observed, counters or now: use a plan step".into());
         }
-        let desired = self.desired(services, step)?;
+        let desired = self.desired(cp, step)?;
         Ok(json!({
             "save": ipvsadm_save(&desired.table),
             "list": ipvsadm_list(&desired.table),
@@ -117,12 +115,8 @@ impl ProxySim {
 
     /// `plan`: plans from the simulated kernel to the desired table for
     /// `services`, and applies the plan to the simulated kernel.
-    pub fn plan<'a>(
-        &mut self,
-        services: impl IntoIterator<Item = &'a Service>,
-        step: &ProxyStep,
-    ) -> Result<Value, String> {
-        let desired = self.desired(services, step)?;
+    pub fn plan(&mut self, cp: &ControlPlane, step: &ProxyStep) -> Result<Value, String> {
+        let desired = self.desired(cp, step)?;
         if let Some(observed) = &step.observed {
             self.kernel = observed.clone();
         }
@@ -154,13 +148,12 @@ impl ProxySim {
         }))
     }
 
-    fn desired<'a>(
-        &mut self,
-        services: impl IntoIterator<Item = &'a Service>,
-        step: &ProxyStep,
-    ) -> Result<Desired, String> {
+    /// The desired table from the control plane's Services and
+    /// EndpointSlices plus the step's inline slices. Naming a node that
+    /// exists as a Node object takes its addresses and zone from it.
+    fn desired(&mut self, cp: &ControlPlane, step: &ProxyStep) -> Result<Desired, String> {
         if let Some(name) = &step.node {
-            self.node.name = name.clone();
+            self.node = cp.node_info(name).map_err(|e| e.to_string())?;
         }
         if let Some(ips) = &step.node_ips {
             self.node.ips = ips.clone();
@@ -175,7 +168,12 @@ impl ProxySim {
             config.validate().map_err(|e| e.to_string())?;
             self.config = config.clone();
         }
-        Ok(desired_table(services, &self.slices, &self.node, &self.config))
+        Ok(desired_table(
+            cp.services(),
+            cp.endpoint_slices().chain(&self.slices),
+            &self.node,
+            &self.config,
+        ))
     }
 }
 

@@ -456,8 +456,8 @@ fn perform(
         Action::EndpointSlices(q) => ("endpointSlices", Ok(views::endpoint_slices(cp, q))),
         Action::Endpoints(q) => ("endpoints", views::endpoints(cp, q)),
         Action::Env(r) => ("env", views::env(cp, r)),
-        Action::IpvsTable(p) => ("ipvsTable", proxy.table(cp.services(), p).map_err(|e| (None, e))),
-        Action::Plan(p) => ("plan", proxy.plan(cp.services(), p).map_err(|e| (None, e))),
+        Action::IpvsTable(p) => ("ipvsTable", proxy.table(cp, p).map_err(|e| (None, e))),
+        Action::Plan(p) => ("plan", proxy.plan(cp, p).map_err(|e| (None, e))),
     }
 }
 
