@@ -73,7 +73,7 @@ test: fmt-check clippy unit test-release wasm-check vm-smoke ## Everything CI ru
 
 demo: ## The narrated tour of the core on examples/services.yaml (the agent demo comes with the agent)
 	$(step)
-	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml
+	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml examples/pods.yaml
 
 .PHONY: vm-smoke
 vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (installs what it needs)
