@@ -25,6 +25,7 @@ fn indent(text: &str) -> String {
 fn parse_args() -> Result<(ClusterConfig, Vec<String>), String> {
     let mut config = ClusterConfig {
         seed: 1,
+        apiservers: vec!["192.168.0.10:6443".into()],
         ..Default::default()
     };
     let mut files = Vec::new();

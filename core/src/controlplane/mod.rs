@@ -89,6 +89,7 @@ impl ControlPlane {
             cp.leases.heartbeat(addr, Time::ZERO);
         }
         cp.ensure_kubernetes_service();
+        cp.sync_kubernetes_slice();
         Ok(cp)
     }
 

@@ -53,6 +53,7 @@ impl ControlPlane {
         })?;
         if is_kubernetes_service(namespace, name) {
             self.ensure_kubernetes_service();
+            self.sync_kubernetes_slice();
             return Ok(old);
         }
         self.release_service(&old);
