@@ -28,6 +28,8 @@
 VM_NODE_IP4=192.168.0.10
 VM_NODE_IP6=2001:db8::10
 . /vm/lib.sh
+# Requests end with a reset: nothing lingers in TIME_WAIT (see vm_tcp_request).
+VM_TCP_CLOSE=reset
 
 M=/tmp/manifests     # a copy of examples/, edited by the scenarios
 STATE=/tmp/agent/state.json

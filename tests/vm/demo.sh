@@ -8,6 +8,8 @@
 # shellcheck source=tests/vm/lib.sh
 VM_NODE_IP4=192.168.0.10
 . /vm/lib.sh
+# Requests end with a reset: nothing lingers in TIME_WAIT (see vm_tcp_request).
+VM_TCP_CLOSE=reset
 
 M=/tmp/manifests
 LOG=/tmp/agent.log

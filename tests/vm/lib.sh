@@ -355,9 +355,19 @@ vm_udp_backend() {
 
 # vm_tcp_request NS ADDR PORT [TIMEOUT]: connect from NS ("" = node), print
 # the first line the server sends; non-zero if none came in TIMEOUT (5) s.
+# With VM_TCP_CLOSE=reset, the client (socat, SO_LINGER 0) ends the
+# connection with a reset 0.3 s after the answer instead of closing it: IPVS
+# then forgets it in 10 s, where a normal close leaves it counted as an
+# inactive connection of its real server for 2 minutes (TIME_WAIT), which
+# delays graceful termination.
 vm_tcp_request() {
-    local ns="$1" addr="$2" port="$3" t="${4:-5}" reply
-    reply="$(vm_in "$ns" timeout "$t" nc -w "$t" "$addr" "$port" </dev/null 2>/dev/null | head -n 1)" || true
+    local ns="$1" addr="$2" port="$3" t="${4:-5}" reply target
+    if [[ ${VM_TCP_CLOSE:-} == reset ]]; then
+        if [[ $addr == *:* ]]; then target="TCP6:[$addr]:$port"; else target="TCP4:$addr:$port"; fi
+        reply="$(vm_in "$ns" timeout "$t" socat -T 0.3 -u "$target,linger=0" STDOUT 2>/dev/null | head -n 1)" || true
+    else
+        reply="$(vm_in "$ns" timeout "$t" nc -w "$t" "$addr" "$port" </dev/null 2>/dev/null | head -n 1)" || true
+    fi
     [[ -n $reply ]] || return 1
     printf '%s\n' "$reply"
 }
@@ -550,19 +560,24 @@ vm_agent_sync_field() {
     sed -n "s/.*[[:space:]]$field=\([^[:space:]]*\).*/\1/p" <<<"$lines" | tr -d '"'
 }
 
-# vm_agent_start LOG ARGS...: `ipvs-agent run ARGS` in the background, its
-# output (stdout and stderr) in LOG; waits (60 s) for its first sync. Sets
+# vm_agent_start LOG ARGS...: `ipvs-agent run ARGS` in the background (in
+# namespace $VM_AGENT_NETNS if set), its output (stdout and stderr) in LOG;
+# waits (60 s, or $VM_AGENT_START_TIMEOUT) for its first sync. Sets
 # VM_AGENT_PID. vm_reset kills it.
 vm_agent_start() {
     local log="$1"
     shift
     : >"$log"
-    NO_COLOR=1 ipvs-agent run "$@" >>"$log" 2>&1 &
+    if [[ -n ${VM_AGENT_NETNS:-} ]]; then
+        NO_COLOR=1 ip netns exec "$VM_AGENT_NETNS" ipvs-agent run "$@" >>"$log" 2>&1 &
+    else
+        NO_COLOR=1 ipvs-agent run "$@" >>"$log" 2>&1 &
+    fi
     VM_AGENT_PID=$!
     echo "$VM_AGENT_PID" >>"$VM_STATE/pids"
     echo "$VM_AGENT_PID" >"$VM_STATE/agent.pid"
-    if ! vm_wait_until 60 _vm_agent_synced "$log" 1; then
-        echo "vm_agent_start: no sync in 60 s; the log:" >&2
+    if ! vm_wait_until "${VM_AGENT_START_TIMEOUT:-60}" _vm_agent_synced "$log" 1; then
+        echo "vm_agent_start: no sync in ${VM_AGENT_START_TIMEOUT:-60} s; the log:" >&2
         vm_agent_log "$log" | tail -n 20 >&2
         return 1
     fi
