@@ -235,7 +235,21 @@ report() {
 }
 EOF
     cat "$B/results.json"
+    # The same figures as shell variables, for the host's report (no jq there).
+    {
+        printf 'KERNEL=%q\nVM_CPUS=%s\nVM_MEM_MIB=%s\nVS=%s\nRS=%s\nROUNDS=%s\n' "$(uname -r)" "$(nproc)" \
+            "$(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo)" "$VS" "$RS" "$ROUNDS"
+        printf 'AGENT=%s\nAGENT_LOG=%s\nRESTORE=%s\nADDR=%s\nRATIO=%s\nRATIO_FULL=%s\n' "$a" \
+            "$(median "${AGENT_LOG_MS[@]}")" "$r" "$ad" "$ratio" "$ratio_full"
+        printf 'RESYNC=%s\nPLAN=%s\nCHANGE=%s\nCHANGE_LOG=%s\nRSS_KB=%s\n' "$(median "${RESYNC_MS[@]}")" \
+            "$(median "${PLAN_MS[@]}")" "$(median "${CHANGE_MS[@]}")" "$(median "${CHANGE_LOG_MS[@]}")" "${AGENT_RSS_KB:-}"
+        printf 'AGENT_SAMPLES="%s"\nRESTORE_SAMPLES="%s"\nADDR_SAMPLES="%s"\nRESYNC_SAMPLES="%s"\n' "${AGENT_MS[*]}" \
+            "${RESTORE_MS[*]}" "${ADDR_MS[*]}" "${RESYNC_MS[*]}"
+        printf 'PLAN_SAMPLES="%s"\nCHANGE_SAMPLES="%s"\nCHANGE_LOG_SAMPLES="%s"\nAGENT_LOG_SAMPLES="%s"\nAGENT_OPS="%s"\n' \
+            "${PLAN_MS[*]}" "${CHANGE_MS[*]}" "${CHANGE_LOG_MS[*]}" "${AGENT_LOG_MS[*]}" "${AGENT_OPS[*]}"
+    } >"$B/results.env"
     vm_export agent.json "$B/results.json"
+    vm_export results.env "$B/results.env"
     vm_info "agent ${a} ms vs ipvsadm -R ${r} ms: ratio ${ratio}x (${ratio_full}x counting the address binds)"
     vm_pass report
 }

@@ -22,7 +22,8 @@ title() { printf '\n=== %s\n' "$*"; }
 say() { printf '%s\n' "$*"; }
 # show CMD...: print the command, then its output, indented.
 show() {
-    printf '  $ %s\n' "$*"
+    local shown="$*"
+    printf '  $ %s\n' "${shown/#agent /ipvs-agent }"
     "$@" 2>&1 | sed 's/^/    /'
 }
 # ask NS ADDR PORT: one request, narrated.

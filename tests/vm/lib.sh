@@ -355,16 +355,33 @@ vm_udp_backend() {
 
 # vm_tcp_request NS ADDR PORT [TIMEOUT]: connect from NS ("" = node), print
 # the first line the server sends; non-zero if none came in TIMEOUT (5) s.
-# With VM_TCP_CLOSE=reset, the client (socat, SO_LINGER 0) ends the
-# connection with a reset 0.3 s after the answer instead of closing it: IPVS
-# then forgets it in 10 s, where a normal close leaves it counted as an
-# inactive connection of its real server for 2 minutes (TIME_WAIT), which
-# delays graceful termination.
+# With VM_TCP_CLOSE=reset, the client (socat, SO_LINGER 0) is killed once
+# the answer came, so the connection ends with a reset: IPVS then forgets it
+# in 10 s (CLOSE), where a normal close leaves it counted as an inactive
+# connection of its real server for 2 minutes (TIME_WAIT), which holds up
+# graceful termination.
 vm_tcp_request() {
     local ns="$1" addr="$2" port="$3" t="${4:-5}" reply target
     if [[ ${VM_TCP_CLOSE:-} == reset ]]; then
         if [[ $addr == *:* ]]; then target="TCP6:[$addr]:$port"; else target="TCP4:$addr:$port"; fi
-        reply="$(vm_in "$ns" timeout "$t" socat -T 0.3 -u "$target,linger=0" STDOUT 2>/dev/null | head -n 1)" || true
+        local out="$VM_STATE/request.$BASHPID" pid i
+        : >"$out"
+        # Not through vm_in: $! must be socat itself, not a subshell.
+        if [[ -z $ns || $ns == root ]]; then
+            socat -u "$target,linger=0" STDOUT >"$out" 2>/dev/null &
+        else
+            ip netns exec "$ns" socat -u "$target,linger=0" STDOUT >"$out" 2>/dev/null &
+        fi
+        pid=$!
+        for ((i = 0; i < t * 20; i++)); do
+            [[ -s $out && "$(tail -c 1 "$out")" == "" ]] && break
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        reply="$(head -n 1 "$out")"
+        rm -f "$out"
     else
         reply="$(vm_in "$ns" timeout "$t" nc -w "$t" "$addr" "$port" </dev/null 2>/dev/null | head -n 1)" || true
     fi
@@ -378,6 +395,9 @@ vm_udp_request() {
     local ns="$1" addr="$2" port="$3" t="${4:-5}" reply target
     if [[ $addr == *:* ]]; then target="UDP6:[$addr]:$port"; else target="UDP4:$addr:$port"; fi
     reply="$(echo request | vm_in "$ns" timeout "$t" socat -t "$t" - "$target,null-eof" 2>/dev/null | head -n 1)" || true
+    # socat now and then fails to send ("write: Broken pipe", nothing sent):
+    # one more try.
+    [[ -n $reply ]] || reply="$(echo request | vm_in "$ns" timeout "$t" socat -t "$t" - "$target,null-eof" 2>/dev/null | head -n 1)" || true
     [[ -n $reply ]] || return 1
     printf '%s\n' "$reply"
 }
