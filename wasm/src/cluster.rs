@@ -1,0 +1,181 @@
+//! The `Cluster` class: one control plane, driven from JavaScript.
+//!
+//! Every method converts its JS arguments, calls [`crate::ops`] (one call
+//! into the core) and converts the result back ([`crate::js`]). Failures
+//! throw a JS `Error` whose message is the core's own text.
+
+use crate::js::{from_js, millis, to_js};
+use crate::ops;
+use js_sys::{Error, Reflect};
+use svcnet_core::controlplane::ControlPlane;
+use wasm_bindgen::prelude::*;
+
+/// A JS `Error` carrying the core's message.
+pub fn error(message: &str) -> JsValue {
+    Error::new(message).into()
+}
+
+/// A simulated cluster: Services, ServiceCIDRs, the ClusterIP and NodePort
+/// allocators, apiserver leases and DNS, all in the core's control plane.
+#[wasm_bindgen]
+pub struct Cluster {
+    cp: ControlPlane,
+}
+
+#[wasm_bindgen]
+impl Cluster {
+    /// `new Cluster({ serviceClusterIpRange, nodePortRange?, podCidrs?,
+    /// nodeIps?, seed?, apiservers?, clusterDomain?, dnsTtl? })`. Throws the
+    /// core's message for a bad configuration (e.g. a range below 8
+    /// addresses) and names an unknown or mistyped option.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<Cluster, JsValue> {
+        let options = from_js(&options).map_err(|e| error(&format!("invalid Cluster options: {e}")))?;
+        ops::start(options).map(|cp| Cluster { cp }).map_err(|e| error(&e))
+    }
+
+    /// `kubectl apply -f -` with YAML or JSON text (one or more objects, or
+    /// a `kind: List`). Returns the stored objects with defaults and
+    /// allocations filled in. If any object is refused, throws an `Error`
+    /// whose message is the core's (one line per refused object) and whose
+    /// `applied` property lists the objects accepted all the same.
+    pub fn apply(&mut self, manifest: &str) -> Result<JsValue, JsValue> {
+        match ops::apply(&mut self.cp, manifest) {
+            Ok(applied) => Ok(to_js(&applied.into())),
+            Err(refused) => {
+                let err = error(&refused.message);
+                // Setting a property on a fresh Error object cannot fail.
+                let _ = Reflect::set(&err, &"applied".into(), &to_js(&refused.applied.into()));
+                Err(err)
+            }
+        }
+    }
+
+    /// `kubectl delete <kind> <name> -n <namespace>`: returns the deleted
+    /// object. `kind` is `Service`/`svc`/`services` or `ServiceCIDR`; an
+    /// empty or missing namespace is `default`. Deleting
+    /// `default/kubernetes` brings it back at once with the same ClusterIP.
+    #[wasm_bindgen(js_name = delete)]
+    pub fn delete(&mut self, kind: &str, namespace: Option<String>, name: &str) -> Result<JsValue, JsValue> {
+        let namespace = namespace.unwrap_or_default();
+        ops::delete(&mut self.cp, kind, &namespace, name)
+            .map(|o| to_js(&o))
+            .map_err(|e| error(&e))
+    }
+
+    /// `kubectl get <kind>` as an array of objects: Services of `namespace`,
+    /// or of every namespace when it is left out; ServiceCIDR objects.
+    pub fn get(&self, kind: &str, namespace: Option<String>) -> Result<JsValue, JsValue> {
+        ops::list(&self.cp, kind, namespace.as_deref())
+            .map(|list| to_js(&list))
+            .map_err(|e| error(&e))
+    }
+
+    /// Moves time forward by `ms` milliseconds (expired apiserver leases
+    /// drop out) and returns the `kubernetes` endpoints (`ip:port` strings).
+    pub fn advance(&mut self, ms: f64) -> Result<JsValue, JsValue> {
+        let ms = millis(ms, "advance(ms)").map_err(|e| error(&e))?;
+        Ok(to_js(&ops::advance(&mut self.cp, ms)))
+    }
+
+    /// An apiserver lease heartbeat from `address` (`ip:port`) at time
+    /// `nowMs`; returns the `kubernetes` endpoints.
+    pub fn heartbeat(
+        &mut self,
+        address: &str,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+    ) -> Result<JsValue, JsValue> {
+        let now_ms = millis(now_ms, "heartbeat(address, nowMs)").map_err(|e| error(&e))?;
+        ops::heartbeat(&mut self.cp, address, now_ms)
+            .map(|e| to_js(&e))
+            .map_err(|e| error(&e))
+    }
+
+    /// The current time in milliseconds, as last given to the cluster.
+    #[wasm_bindgen(getter)]
+    pub fn now(&self) -> f64 {
+        // Time only grows by whole milliseconds given as JS numbers, but a
+        // restored snapshot may hold more: report it as the nearest number.
+        self.cp.now().as_millis() as f64
+    }
+
+    /// The `kubernetes` Service's ClusterIP: the first address of the
+    /// primary service CIDR.
+    #[wasm_bindgen(getter, js_name = kubernetesIp)]
+    pub fn kubernetes_ip(&self) -> String {
+        self.cp.kubernetes_ip().to_string()
+    }
+
+    /// The `kubernetes` Service's endpoints (`ip:port` strings).
+    #[wasm_bindgen(js_name = kubernetesEndpoints)]
+    pub fn kubernetes_endpoints(&self) -> JsValue {
+        to_js(&ops::kubernetes_endpoints(&self.cp))
+    }
+
+    /// The DNS records of every Service, as objects
+    /// `{ name, ttl, type, data }` (SRV data is `{ priority, weight, port, target }`).
+    #[wasm_bindgen(js_name = dnsRecords)]
+    pub fn dns_records(&self) -> JsValue {
+        to_js(&ops::json(&self.cp.dns_records()))
+    }
+
+    /// The DNS records as zone-file text.
+    #[wasm_bindgen(js_name = dnsZone)]
+    pub fn dns_zone(&self) -> String {
+        self.cp.dns_zone()
+    }
+
+    /// The whole state as an object; `Cluster.restore` takes it back. The
+    /// allocation generator's state is a `BigInt` when it exceeds 2^53, so
+    /// use `snapshotJson()` for text (`JSON.stringify` refuses BigInts).
+    pub fn snapshot(&self) -> JsValue {
+        to_js(&ops::json(&self.cp.snapshot()))
+    }
+
+    /// The whole state as JSON text, exactly as the native core writes it.
+    #[wasm_bindgen(js_name = snapshotJson)]
+    pub fn snapshot_json(&self) -> Result<String, JsValue> {
+        serde_json::to_string(&self.cp.snapshot()).map_err(|e| error(&e.to_string()))
+    }
+
+    /// A cluster rebuilt from `cluster.snapshot()` (an object) or
+    /// `cluster.snapshotJson()` (a string); throws the core's message when
+    /// the snapshot does not fit its own configuration.
+    pub fn restore(snapshot: JsValue) -> Result<Cluster, JsValue> {
+        let cp = match snapshot.as_string() {
+            Some(text) => ops::restore_json(&text),
+            None => from_js(&snapshot)
+                .map_err(|e| format!("invalid snapshot: {e}"))
+                .and_then(ops::restore),
+        };
+        cp.map(|cp| Cluster { cp }).map_err(|e| error(&e))
+    }
+
+    /// One pass of the ClusterIP repair loop; returns its events.
+    pub fn repair(&mut self) -> JsValue {
+        to_js(&ops::json(&self.cp.repair()))
+    }
+
+    /// Range usage for drawing the range map: `{ clusterIPs: [per CIDR:
+    /// { cidr, family, size, used, free, staticFirst, staticLast,
+    /// dynamicFirst, dynamicLast }], nodePorts: { range, size, used, free,
+    /// staticFirst, ... } }`. ClusterIP counts are decimal strings (a /64
+    /// has more addresses than a JS number holds exactly). Which addresses
+    /// are taken is in `snapshot().clusterIPs.ranges[].allocated` as runs.
+    pub fn usage(&self) -> JsValue {
+        to_js(&ops::usage(&self.cp))
+    }
+
+    /// `kubectl get svc` as text: every namespace with a NAMESPACE column
+    /// when `allNamespaces`, else the Services of `namespace` (`default`
+    /// when left out).
+    #[wasm_bindgen(js_name = kubectlGetServices)]
+    pub fn kubectl_get_services(
+        &self,
+        #[wasm_bindgen(js_name = allNamespaces)] all_namespaces: bool,
+        namespace: Option<String>,
+    ) -> String {
+        let namespace = namespace.filter(|ns| !ns.is_empty());
+        ops::kubectl_get_services(&self.cp, all_namespaces, namespace.as_deref().unwrap_or("default"))
+    }
+}
