@@ -7,8 +7,66 @@
 use crate::js::{from_js, millis, to_js};
 use crate::ops;
 use js_sys::{Error, Reflect};
+use serde_json::Value;
 use svcnet_core::controlplane::ControlPlane;
 use wasm_bindgen::prelude::*;
+
+/// TypeScript types of the data the methods take and return, for the
+/// generated `svcnet_wasm.d.ts`.
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** The options of `new Cluster(...)`: the core's ClusterConfig flags. */
+export interface ClusterOptions {
+  /** `--service-cluster-ip-range`: one CIDR, or an IPv4 and an IPv6 one joined by a comma. */
+  serviceClusterIpRange: string;
+  /** `--service-node-port-range`, default `30000-32767` (also accepted as `serviceNodePortRange`). */
+  nodePortRange?: string;
+  serviceNodePortRange?: string;
+  podCidrs?: string[];
+  nodeIps?: string[];
+  /** Seed of the allocation generator: same seed, same ClusterIPs. */
+  seed?: number | bigint;
+  /** Apiserver `ip:port`s holding a lease from time 0. */
+  apiservers?: string[];
+  clusterDomain?: string;
+  dnsTtl?: number;
+}
+/** One service CIDR's usage; counts are decimal strings, band bounds null when there is no split. */
+export interface CidrUsage {
+  cidr: string;
+  family: "IPv4" | "IPv6";
+  size: string;
+  used: string;
+  free: string;
+  staticFirst: string | null;
+  staticLast: string | null;
+  dynamicFirst: string | null;
+  dynamicLast: string | null;
+}
+/** The NodePort range's usage. */
+export interface NodePortUsage {
+  range: string;
+  size: number;
+  used: number;
+  free: number;
+  staticFirst: number | null;
+  staticLast: number | null;
+  dynamicFirst: number | null;
+  dynamicLast: number | null;
+}
+/** `cluster.usage()`. */
+export interface Usage {
+  clusterIPs: CidrUsage[];
+  nodePorts: NodePortUsage;
+}
+/** One DNS record. */
+export interface DnsRecord {
+  name: string;
+  ttl: number;
+  type: "A" | "AAAA" | "SRV" | "PTR" | "CNAME" | "TXT";
+  data: string | { priority: number; weight: number; port: number; target: string };
+}
+"#;
 
 /// A JS `Error` carrying the core's message.
 pub fn error(message: &str) -> JsValue {
@@ -29,7 +87,7 @@ impl Cluster {
     /// core's message for a bad configuration (e.g. a range below 8
     /// addresses) and names an unknown or mistyped option.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<Cluster, JsValue> {
+    pub fn new(#[wasm_bindgen(unchecked_param_type = "ClusterOptions")] options: JsValue) -> Result<Cluster, JsValue> {
         let options = from_js(&options).map_err(|e| error(&format!("invalid Cluster options: {e}")))?;
         ops::start(options).map(|cp| Cluster { cp }).map_err(|e| error(&e))
     }
@@ -39,13 +97,14 @@ impl Cluster {
     /// allocations filled in. If any object is refused, throws an `Error`
     /// whose message is the core's (one line per refused object) and whose
     /// `applied` property lists the objects accepted all the same.
+    #[wasm_bindgen(unchecked_return_type = "any[]")]
     pub fn apply(&mut self, manifest: &str) -> Result<JsValue, JsValue> {
         match ops::apply(&mut self.cp, manifest) {
-            Ok(applied) => Ok(to_js(&applied.into())),
+            Ok(applied) => Ok(to_js(&Value::Array(applied))),
             Err(refused) => {
                 let err = error(&refused.message);
                 // Setting a property on a fresh Error object cannot fail.
-                let _ = Reflect::set(&err, &"applied".into(), &to_js(&refused.applied.into()));
+                let _ = Reflect::set(&err, &"applied".into(), &to_js(&Value::Array(refused.applied)));
                 Err(err)
             }
         }
@@ -65,6 +124,7 @@ impl Cluster {
 
     /// `kubectl get <kind>` as an array of objects: Services of `namespace`,
     /// or of every namespace when it is left out; ServiceCIDR objects.
+    #[wasm_bindgen(unchecked_return_type = "any[]")]
     pub fn get(&self, kind: &str, namespace: Option<String>) -> Result<JsValue, JsValue> {
         ops::list(&self.cp, kind, namespace.as_deref())
             .map(|list| to_js(&list))
@@ -73,6 +133,7 @@ impl Cluster {
 
     /// Moves time forward by `ms` milliseconds (expired apiserver leases
     /// drop out) and returns the `kubernetes` endpoints (`ip:port` strings).
+    #[wasm_bindgen(unchecked_return_type = "string[]")]
     pub fn advance(&mut self, ms: f64) -> Result<JsValue, JsValue> {
         let ms = millis(ms, "advance(ms)").map_err(|e| error(&e))?;
         Ok(to_js(&ops::advance(&mut self.cp, ms)))
@@ -80,6 +141,7 @@ impl Cluster {
 
     /// An apiserver lease heartbeat from `address` (`ip:port`) at time
     /// `nowMs`; returns the `kubernetes` endpoints.
+    #[wasm_bindgen(unchecked_return_type = "string[]")]
     pub fn heartbeat(
         &mut self,
         address: &str,
@@ -91,12 +153,11 @@ impl Cluster {
             .map_err(|e| error(&e))
     }
 
-    /// The current time in milliseconds, as last given to the cluster.
-    #[wasm_bindgen(getter)]
-    pub fn now(&self) -> f64 {
-        // Time only grows by whole milliseconds given as JS numbers, but a
-        // restored snapshot may hold more: report it as the nearest number.
-        self.cp.now().as_millis() as f64
+    /// The current time in milliseconds, as last given to the cluster (a
+    /// `BigInt` above 2^53, which only a snapshot can bring).
+    #[wasm_bindgen(getter, unchecked_return_type = "number | bigint")]
+    pub fn now(&self) -> JsValue {
+        to_js(&Value::from(self.cp.now().as_millis()))
     }
 
     /// The `kubernetes` Service's ClusterIP: the first address of the
@@ -107,14 +168,14 @@ impl Cluster {
     }
 
     /// The `kubernetes` Service's endpoints (`ip:port` strings).
-    #[wasm_bindgen(js_name = kubernetesEndpoints)]
+    #[wasm_bindgen(js_name = kubernetesEndpoints, unchecked_return_type = "string[]")]
     pub fn kubernetes_endpoints(&self) -> JsValue {
         to_js(&ops::kubernetes_endpoints(&self.cp))
     }
 
     /// The DNS records of every Service, as objects
     /// `{ name, ttl, type, data }` (SRV data is `{ priority, weight, port, target }`).
-    #[wasm_bindgen(js_name = dnsRecords)]
+    #[wasm_bindgen(js_name = dnsRecords, unchecked_return_type = "DnsRecord[]")]
     pub fn dns_records(&self) -> JsValue {
         to_js(&ops::json(&self.cp.dns_records()))
     }
@@ -141,7 +202,9 @@ impl Cluster {
     /// A cluster rebuilt from `cluster.snapshot()` (an object) or
     /// `cluster.snapshotJson()` (a string); throws the core's message when
     /// the snapshot does not fit its own configuration.
-    pub fn restore(snapshot: JsValue) -> Result<Cluster, JsValue> {
+    pub fn restore(
+        #[wasm_bindgen(unchecked_param_type = "object | string")] snapshot: JsValue,
+    ) -> Result<Cluster, JsValue> {
         let cp = match snapshot.as_string() {
             Some(text) => ops::restore_json(&text),
             None => from_js(&snapshot)
@@ -152,6 +215,7 @@ impl Cluster {
     }
 
     /// One pass of the ClusterIP repair loop; returns its events.
+    #[wasm_bindgen(unchecked_return_type = "any[]")]
     pub fn repair(&mut self) -> JsValue {
         to_js(&ops::json(&self.cp.repair()))
     }
@@ -162,6 +226,7 @@ impl Cluster {
     /// staticFirst, ... } }`. ClusterIP counts are decimal strings (a /64
     /// has more addresses than a JS number holds exactly). Which addresses
     /// are taken is in `snapshot().clusterIPs.ranges[].allocated` as runs.
+    #[wasm_bindgen(unchecked_return_type = "Usage")]
     pub fn usage(&self) -> JsValue {
         to_js(&ops::usage(&self.cp))
     }
