@@ -12,8 +12,11 @@
 #   3. wasm-bindgen --target web    --out-dir target/wasm/web   (browsers)
 #      wasm-bindgen --target nodejs --out-dir target/wasm/node  (Node)
 #      with the module name svcnet_wasm.
-#   4. If wasm-opt (binaryen) is on PATH, shrink both .wasm files with it;
-#      it is optional, and a wasm-opt that fails leaves the files as they were.
+#   4. Only when asked (SVCNET_WASM_OPT=1) and wasm-opt (binaryen) is on
+#      PATH: wasm-opt -Oz on both .wasm files, kept only if the optimised Node
+#      package still loads and allocates. Off by default: Debian 12's
+#      binaryen 108 writes a module that fails to instantiate
+#      ("WebAssembly.Table.grow(): failed to grow table") and gzips larger.
 #   5. Print the bundle size, raw and gzip, and write it to target/wasm/size.txt.
 #
 # Usage: scripts/wasm-package.sh [build | bindgen-version | install-bindgen]
@@ -24,11 +27,11 @@
 #
 # Environment:
 #   SVCNET_WASM_ROUTE=rustup|debian   as for scripts/wasm-toolchain.sh
-#   SVCNET_WASM_OPT=0                 skip wasm-opt even when it is installed
+#   SVCNET_WASM_OPT=1                 run wasm-opt (see step 4)
 
 set -euo pipefail
 
-# shellcheck source=scripts/wasm-toolchain.sh
+# shellcheck disable=SC1091 # scripts/wasm-toolchain.sh, checked on its own
 . "$(dirname "${BASH_SOURCE[0]}")/wasm-toolchain.sh"
 
 CRATE=svcnet-wasm
@@ -81,23 +84,45 @@ ensure_bindgen() {
     echo "$CARGO_BIN/wasm-bindgen"
 }
 
-# Shrinks a .wasm file in place with wasm-opt when it is available and works.
-maybe_wasm_opt() {
-    local file="$1"
-    [[ "${SVCNET_WASM_OPT:-1}" != 0 ]] || return 0
-    command -v wasm-opt >/dev/null 2>&1 || return 0
-    local tmp="$file.opt"
+# wasm-opt -Oz on one .wasm file into "$2" (extra flags after); false when
+# wasm-opt fails.
+wasm_opt() {
+    local file="$1" out="$2"
+    shift 2
     # Rust's wasm32 target emits these features; wasm-opt must accept them.
-    if wasm-opt -Oz --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+    wasm-opt -Oz --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
         --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
-        "$file" -o "$tmp" 2>"$tmp.log"; then
-        log "wasm-opt -Oz: $(wc -c <"$file") -> $(wc -c <"$tmp") bytes ($file)"
-        mv "$tmp" "$file"
-    else
-        log "wasm-opt failed, keeping $file as wasm-bindgen wrote it: $(head -c 300 "$tmp.log")"
-        rm -f "$tmp"
+        "$@" "$file" -o "$out"
+}
+
+# True when the Node package in "$1" loads and allocates a ClusterIP.
+node_smoke_test() {
+    node -e '
+        const { Cluster } = require(process.argv[1] + "/'"$MODULE"'.js");
+        const c = new Cluster({ serviceClusterIpRange: "10.0.0.0/24", seed: 1 });
+        const [svc] = c.apply("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {ports: [{port: 80}]}\n");
+        if (!svc.spec.clusterIP) throw new Error("no ClusterIP");' "$1"
+}
+
+# Step 4: optimises both packages with wasm-opt when asked and possible.
+maybe_wasm_opt() {
+    [[ "${SVCNET_WASM_OPT:-0}" == 1 ]] || return 0
+    if ! command -v wasm-opt >/dev/null 2>&1; then
+        log "SVCNET_WASM_OPT=1 but no wasm-opt on PATH (apt-get install binaryen); packages left as wasm-bindgen wrote them"
+        return 0
     fi
-    rm -f "$tmp.log"
+    local node_wasm="$OUT/node/${MODULE}_bg.wasm" web_wasm="$OUT/web/${MODULE}_bg.wasm"
+    log "$(wasm-opt --version)"
+    cp "$node_wasm" "$node_wasm.orig"
+    # -g keeps the Node package's function names.
+    if wasm_opt "$node_wasm.orig" "$node_wasm" -g && node_smoke_test "$OUT/node" 2>"$OUT/wasm-opt.log"; then
+        wasm_opt "$web_wasm" "$web_wasm.opt" && mv "$web_wasm.opt" "$web_wasm"
+        log "wasm-opt -Oz: $(wc -c <"$node_wasm.orig") -> $(wc -c <"$node_wasm") bytes (node), web $(wc -c <"$web_wasm") bytes"
+        rm -f "$node_wasm.orig" "$OUT/wasm-opt.log"
+    else
+        log "wasm-opt's module does not work (see target/wasm/wasm-opt.log); packages left as wasm-bindgen wrote them"
+        mv "$node_wasm.orig" "$node_wasm"
+    fi
 }
 
 build() {
@@ -122,8 +147,8 @@ build() {
         rm -rf "$dir"
         log "+ wasm-bindgen --target $target --out-dir ${dir#"$WASM_REPO_ROOT"/} --out-name $MODULE ${extra[*]}"
         "$bindgen" --target "$target" --out-dir "$dir" --out-name "$MODULE" "${extra[@]}" "$wasm"
-        maybe_wasm_opt "$dir/${MODULE}_bg.wasm"
     done
+    maybe_wasm_opt
 
     local web_wasm="$OUT/web/${MODULE}_bg.wasm" web_js="$OUT/web/$MODULE.js"
     local raw gz js_raw js_gz
