@@ -2,7 +2,7 @@
 # Build the svcnet-wasm packages: what `make wasm` runs.
 #
 #   1. Build the svcnet-wasm crate for wasm32-unknown-unknown with the Cargo
-#      profile `wasm` (small: opt-level "s", LTO) through
+#      profile `wasm` (small: opt-level "z", LTO) through
 #      scripts/wasm-toolchain.sh (rustup's target when installed, else the
 #      Debian fallback; installs the fallback's packages when missing).
 #   2. Make sure wasm-bindgen-cli is the exact version of the wasm-bindgen

@@ -193,7 +193,8 @@ impl Cluster {
         to_js(&ops::json(&self.cp.snapshot()))
     }
 
-    /// The whole state as JSON text, exactly as the native core writes it.
+    /// The whole state as JSON text: the core's `Snapshot` through
+    /// `serde_json`, the same text a native caller gets.
     #[wasm_bindgen(js_name = snapshotJson)]
     pub fn snapshot_json(&self) -> Result<String, JsValue> {
         serde_json::to_string(&self.cp.snapshot()).map_err(|e| error(&e.to_string()))
