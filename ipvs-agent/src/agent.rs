@@ -40,6 +40,8 @@ pub struct Agent<D> {
     settings: AgentSettings,
     metrics: Arc<Metrics>,
     next_poll: Time,
+    /// The last manifest error logged, so a lasting one is logged once.
+    last_error: Option<String>,
 }
 
 impl<D: Dataplane> Agent<D> {
@@ -69,6 +71,7 @@ impl<D: Dataplane> Agent<D> {
             settings,
             metrics,
             next_poll,
+            last_error: None,
         };
         agent.rebuild();
         Ok(agent)
@@ -127,6 +130,7 @@ impl<D: Dataplane> Agent<D> {
         match self.cluster.refresh() {
             Ok(None) => {}
             Ok(Some(refreshed)) => {
+                self.last_error = None;
                 log_outcome(&refreshed.outcome);
                 self.save();
                 let node = resolve_node(&self.settings, self.cluster.control_plane(), Some(self.sync.node()));
@@ -138,8 +142,12 @@ impl<D: Dataplane> Agent<D> {
                 }
             }
             Err(e) => {
-                self.metrics.record_manifest_error();
-                tracing::error!(error = %e, "manifests not applied; the previous state stays programmed");
+                let message = e.to_string();
+                if self.last_error.as_ref() != Some(&message) {
+                    self.metrics.record_manifest_error();
+                    tracing::error!(error = %message, "manifests not applied; the previous state stays programmed");
+                    self.last_error = Some(message);
+                }
             }
         }
     }

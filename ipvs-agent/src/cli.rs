@@ -12,20 +12,18 @@ use svcnet_core::proxy::Scheduler;
 
 const ABOUT: &str = "Programs Linux IPVS for Kubernetes-style Services, like kube-proxy's IPVS mode, but incrementally";
 
-const LONG_ABOUT: &str = "\
-Programs Linux IPVS for Kubernetes-style Services, like kube-proxy's IPVS mode, but incrementally.
-
-A Service gets a ClusterIP: a virtual address, taken from --service-cluster-ip-range, that no
-machine owns. Clients connect to ClusterIP:port and the kernel's IPVS load balancer picks one of
-the Service's pods (a \"real server\") and rewrites the destination (NAT). Each ClusterIP:port:protocol
-is an IPVS \"virtual server\"; a NodePort Service also gets one on every node address. The
-ClusterIPs are bound on the dummy interface kube-ipvs0 so the node accepts their packets.
-
-The agent reads Services, Pods, Nodes and EndpointSlices from manifest files, runs the same
-allocation and EndpointSlice logic as kube-apiserver and kube-controller-manager, and keeps the
-kernel's IPVS table equal to what kube-proxy would program. It adopts what the kernel already
-has (no flush), changes only what differs, drains removed pods gracefully, and never touches
-virtual servers it does not own.";
+const LONG_ABOUT: &str = concat!(
+    "Programs Linux IPVS for Kubernetes-style Services, like kube-proxy's IPVS mode, but incrementally.\n\n",
+    "A Service gets a ClusterIP: a virtual address, taken from --service-cluster-ip-range, that no machine owns. ",
+    "Clients connect to ClusterIP:port and the kernel's IPVS load balancer picks one of the Service's pods ",
+    "(a \"real server\") and rewrites the destination (NAT). Each ClusterIP:port:protocol is an IPVS ",
+    "\"virtual server\"; a NodePort Service also gets one on every node address. The ClusterIPs are bound on ",
+    "the dummy interface kube-ipvs0 so the node accepts their packets.\n\n",
+    "The agent reads Services, Pods, Nodes and EndpointSlices from manifest files, runs the same allocation ",
+    "and EndpointSlice logic as kube-apiserver and kube-controller-manager, and keeps the kernel's IPVS table ",
+    "equal to what kube-proxy would program. It adopts what the kernel already has (no flush), changes only ",
+    "what differs, drains removed pods gracefully, and never touches virtual servers it does not own."
+);
 
 const EXAMPLES: &str = "\
 Examples:

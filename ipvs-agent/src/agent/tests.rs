@@ -139,9 +139,18 @@ async fn a_bad_manifest_keeps_the_previous_state_programmed_and_saved() {
     );
     assert!(agent.metrics.render().contains("ipvs_agent_manifest_errors_total 1"));
 
+    // A directory that disappears is reported once, however long it stays away.
+    let manifests = dir.path().join("manifests");
+    fs::rename(&manifests, dir.path().join("elsewhere")).unwrap();
+    assert_eq!(agent.step(at(2)).await, None);
+    assert_eq!(agent.step(at(3)).await, None);
+    assert!(agent.metrics.render().contains("ipvs_agent_manifest_errors_total 2"));
+    assert_eq!(agent.sync_loop().dataplane().table, programmed);
+    fs::rename(dir.path().join("elsewhere"), &manifests).unwrap();
+
     // Fixed: picked up again.
     replace(&file, &format!("{WEB}---\n{}", pod("web-3", "10.244.1.13")));
-    let report = agent.step(at(2)).await.unwrap();
+    let report = agent.step(at(4)).await.unwrap();
     assert_eq!(
         report.operations, 6,
         "add web-3, delete web-1 and web-2 (no connections), twice"

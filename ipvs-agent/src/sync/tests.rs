@@ -264,3 +264,41 @@ async fn refused_operations_are_retried_with_a_full_sync() {
     assert!(report.full && report.succeeded());
     assert_eq!(&sync.dataplane().table, sync.desired());
 }
+
+/// Collects what the text log format writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn each_sync_logs_one_sync_complete_line_with_its_counts() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_target(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    let report = sync.tick(T0).await.unwrap();
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("sync complete")).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let want = format!(
+        "INFO sync complete full=true operations={} failed=0 duration_ms=",
+        report.operations
+    );
+    assert!(lines[0].contains(&want), "{}", lines[0]);
+}
