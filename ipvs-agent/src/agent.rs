@@ -192,7 +192,8 @@ fn resolve_node(settings: &AgentSettings, cp: &ControlPlane, previous: Option<&N
     }
 }
 
-fn log_outcome(outcome: &SetOutcome) {
+/// Logs what applying the manifests did, as counts.
+pub fn log_outcome(outcome: &SetOutcome) {
     let count = |action| outcome.applied.iter().filter(|a| a.action == action).count();
     tracing::info!(
         created = count(ApplyAction::Created),

@@ -3,7 +3,7 @@
 //! dataplane is made in one place, [`connect_dataplane`].
 
 use clap::Parser;
-use ipvs_agent::agent::{Agent, AgentSettings};
+use ipvs_agent::agent::{log_outcome, Agent, AgentSettings};
 use ipvs_agent::cleanup::{cleanup, RemoveDummyLink};
 use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, RunArgs};
 use ipvs_agent::clock::Clock;
@@ -80,15 +80,19 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-/// The cluster from the common flags: state file read, manifests applied.
-/// `plan` and `cleanup` use it as it is; `run` hands it to the agent.
-fn load_cluster(common: &Common) -> Result<Cluster, Failure> {
+/// The cluster from the common flags: state file read, manifests applied
+/// (so bad flags, state or manifests stop every command before it touches
+/// the kernel). `run` hands it on to the agent.
+fn load_cluster(common: &Common, announce: bool) -> Result<Cluster, Failure> {
     let mut cluster = Cluster::open(
         common.cluster_config(),
         common.state_file.clone(),
         common.manifests.clone(),
     )?;
-    cluster.refresh().map_err(|e| failure(e, USAGE))?;
+    let refreshed = cluster.refresh().map_err(|e| failure(e, USAGE))?;
+    if let Some(refreshed) = refreshed.filter(|_| announce) {
+        log_outcome(&refreshed.outcome);
+    }
     Ok(cluster)
 }
 
@@ -114,7 +118,7 @@ fn node_info(common: &Common, cluster: &Cluster) -> Result<NodeInfo, Failure> {
 /// `plan`: what `run` would program, printed.
 fn plan(args: &PlanArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
-    let cluster = load_cluster(common)?;
+    let cluster = load_cluster(common, false)?;
     let cp = cluster.control_plane();
     let node = node_info(common, &cluster)?;
     let desired = cp.desired_ipvs_table(
@@ -167,11 +171,7 @@ fn plan_json(services: &[&Service], slices: &[&EndpointSlice], table: &IpvsTable
 /// `run`: the agent, until SIGTERM or Ctrl-C (or after one sync with `--once`).
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
-    let cluster = Cluster::open(
-        common.cluster_config(),
-        common.state_file.clone(),
-        common.manifests.clone(),
-    )?;
+    let cluster = load_cluster(common, true)?;
     let clock = Clock::starting_at_least(cluster.control_plane().now());
     let node = node_flags(common);
     let host_ips = if common.node_ip.is_empty() {
@@ -250,7 +250,7 @@ async fn shutdown_signal() {
 
 /// `cleanup`: everything owned goes, nothing else.
 async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
-    let cluster = load_cluster(common)?;
+    let cluster = load_cluster(common, false)?;
     let node = node_info(common, &cluster)?;
     let mut dataplane = connect_dataplane(true)
         .await
@@ -279,10 +279,13 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
 }
 
 /// The Linux dataplane (IPVS over generic netlink, `kube-ipvs0` over
-/// rtnetlink, sysctls unless `skip_sysctls`). This is the one place the
-/// binary makes it: when the kernel module is merged this becomes
-/// `ipvs_agent::kernel::LinuxDataplane::connect(..)`, which must implement
-/// [`Dataplane`] and [`RemoveDummyLink`].
+/// rtnetlink, created on the first address bind) after kube-proxy's sysctls
+/// unless `skip_sysctls`. This is the one place the binary makes it; with
+/// the kernel module merged it becomes `ipvs_agent::kernel::sysctl::
+/// apply_sysctls(false)` (unless skipped) then
+/// `ipvs_agent::kernel::LinuxDataplane::open()`, and [`KernelDataplane`]
+/// becomes `LinuxDataplane`, which must also implement [`RemoveDummyLink`]
+/// (its `delete_link`).
 async fn connect_dataplane(skip_sysctls: bool) -> Result<KernelDataplane, DataplaneError> {
     let _ = skip_sysctls;
     Err(DataplaneError::Io(std::io::Error::new(
