@@ -181,23 +181,19 @@ impl IpvsSocket {
     /// next message). `Err` only when the socket itself failed; answers
     /// already read are then lost with it.
     pub fn execute(&mut self, requests: Vec<IpvsMessage>) -> Result<Vec<Answer>, GenlError> {
+        let mut sizes = Vec::new();
+        let mut rest = requests.as_slice();
+        while !rest.is_empty() {
+            let take = next_batch_len(rest, MAX_BATCH_BYTES, self.max_batch_requests);
+            sizes.push(take);
+            rest = &rest[take..];
+        }
         let mut answers = Vec::with_capacity(requests.len());
-        let mut requests = requests.into_iter().peekable();
-        while requests.peek().is_some() {
+        let mut requests = requests.into_iter();
+        for take in sizes {
             let mut batch = Batch::new(self.family_id, self.next_seq);
-            let mut bytes = 0;
-            while let Some(next) = requests.peek() {
-                let len = next.buffer_len() + HEADERS_LEN;
-                if !batch.is_empty() && (bytes + len > MAX_BATCH_BYTES || batch.len() >= self.max_batch_requests) {
-                    break;
-                }
-                let Some(message) = requests.next() else { break };
-                let dump = message.is_dump();
+            for message in requests.by_ref().take(take) {
                 batch.push(message);
-                bytes += len;
-                if dump {
-                    break;
-                }
             }
             self.next_seq = batch.next_seq().max(1);
             answers.extend(self.run_batch(batch)?);
@@ -348,6 +344,24 @@ impl IpvsSocket {
     }
 }
 
+/// How many requests from the front of `requests` go in the next batch: at
+/// least one, at most `max_requests` and `max_bytes` of requests, and a dump
+/// is always the batch's last request.
+pub fn next_batch_len(requests: &[IpvsMessage], max_bytes: usize, max_requests: usize) -> usize {
+    let mut bytes = 0;
+    for (i, message) in requests.iter().enumerate() {
+        let len = message.buffer_len() + HEADERS_LEN;
+        if i > 0 && (bytes + len > max_bytes || i >= max_requests) {
+            return i;
+        }
+        bytes += len;
+        if message.is_dump() {
+            return i + 1;
+        }
+    }
+    requests.len()
+}
+
 /// Ask for a large receive buffer (`SO_RCVBUFFORCE` works as root, beyond
 /// `rmem_max`; else `SO_RCVBUF`), and return what the kernel granted.
 fn grow_receive_buffer(socket: &Socket) -> usize {
@@ -374,6 +388,35 @@ fn grow_receive_buffer(socket: &Socket) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn dest(i: u8) -> IpvsMessage {
+        let service = ServiceKey::Addr {
+            protocol: crate::netlink::Protocol::Tcp,
+            addr: "10.96.0.10".parse().unwrap(),
+            port: 80,
+        };
+        let addr = std::net::IpAddr::from([10, 244, 1, i]);
+        IpvsMessage::new_dest(&service, &crate::netlink::DestSpec::masquerade(addr, 8080, 1))
+    }
+
+    #[test]
+    fn batches_are_cut_by_bytes_count_and_dumps() {
+        let requests: Vec<IpvsMessage> = (1..=10).map(dest).collect();
+        let one = requests[0].buffer_len() + HEADERS_LEN;
+        assert_eq!(next_batch_len(&requests, MAX_BATCH_BYTES, 1000), 10);
+        assert_eq!(next_batch_len(&requests, MAX_BATCH_BYTES, 4), 4);
+        assert_eq!(next_batch_len(&requests, 3 * one, 1000), 3);
+        assert_eq!(next_batch_len(&requests, 3 * one - 1, 1000), 2);
+        assert_eq!(next_batch_len(&requests, 1, 1000), 1, "always at least one");
+        let mut with_dump = requests[..3].to_vec();
+        with_dump.insert(1, IpvsMessage::get_services_dump());
+        assert_eq!(
+            next_batch_len(&with_dump, MAX_BATCH_BYTES, 1000),
+            2,
+            "a dump ends its batch"
+        );
+        assert_eq!(next_batch_len(&[], MAX_BATCH_BYTES, 1000), 0);
+    }
 
     /// Runs against the machine's own kernel: without IPVS (no
     /// `/proc/net/ip_vs`) opening must say how to fix it; with IPVS it must

@@ -56,11 +56,14 @@ pub struct KubeIpvs0 {
 }
 
 impl KubeIpvs0 {
-    /// Open an rtnetlink connection (its task is spawned on the current
-    /// tokio runtime) for the link `name`.
+    /// Open an rtnetlink connection for the link `name`. Its task is
+    /// spawned on the current tokio runtime, which must have I/O enabled;
+    /// outside a runtime this is an error.
     pub fn connect(name: &str) -> Result<Self, LinkError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|error| LinkError::Connect(std::io::Error::other(error.to_string())))?;
         let (connection, handle, _) = rtnetlink::new_connection().map_err(LinkError::Connect)?;
-        tokio::spawn(connection);
+        runtime.spawn(connection);
         Ok(Self {
             handle,
             name: name.to_owned(),
@@ -123,7 +126,9 @@ impl KubeIpvs0 {
         Ok(index)
     }
 
-    /// Every address on the link (empty when the link does not exist).
+    /// Every address bound on the link (empty when the link does not
+    /// exist), without the IPv6 link-local address the kernel gives any link
+    /// that is up: it is no service's, and unbinding it would be churn.
     pub async fn addresses(&self) -> Result<BTreeSet<IpAddr>, LinkError> {
         let Some(index) = self.index().await? else {
             return Ok(BTreeSet::new());
@@ -132,7 +137,7 @@ impl KubeIpvs0 {
         let mut addresses = BTreeSet::new();
         loop {
             match messages.try_next().await {
-                Ok(Some(message)) => addresses.extend(address_of(&message)),
+                Ok(Some(message)) => addresses.extend(address_of(&message).filter(|a| !is_link_local(*a))),
                 Ok(None) => return Ok(addresses),
                 Err(error) => return Err(kernel(format!("list the addresses of {}", self.name), error)),
             }
@@ -188,6 +193,11 @@ impl KubeIpvs0 {
     }
 }
 
+/// An IPv6 link-local unicast address (fe80::/10).
+fn is_link_local(address: IpAddr) -> bool {
+    matches!(address, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80)
+}
+
 /// The address an address message carries (IFA_LOCAL for IPv4, as `ip`
 /// shows it, else IFA_ADDRESS).
 fn address_of(message: &AddressMessage) -> Option<IpAddr> {
@@ -206,9 +216,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn connecting_outside_a_runtime_is_an_error_not_a_panic() {
+        let error = KubeIpvs0::connect(KUBE_IPVS0).unwrap_err();
+        assert!(error.to_string().starts_with("rtnetlink connection: "), "{error}");
+    }
+
+    #[test]
     fn host_addresses_get_host_prefixes() {
         assert_eq!(host_prefix("10.96.0.10".parse().unwrap()), 32);
         assert_eq!(host_prefix("fd00:10:96::a".parse().unwrap()), 128);
+    }
+
+    #[test]
+    fn only_ipv6_link_local_addresses_are_left_out() {
+        assert!(is_link_local("fe80::1896:e2ff:fe39:da6b".parse().unwrap()));
+        assert!(is_link_local("febf::1".parse().unwrap()));
+        assert!(!is_link_local("fec0::1".parse().unwrap()));
+        assert!(!is_link_local("fd00:10:96::20".parse().unwrap()));
+        assert!(!is_link_local("169.254.1.1".parse().unwrap()));
     }
 
     #[test]
