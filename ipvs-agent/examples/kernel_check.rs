@@ -19,6 +19,7 @@
 //!     kernel_check set-timeouts T F U     SET_CONFIG
 //!     kernel_check sysctls [--strict-arp] set kube-proxy's sysctls, print the changes
 //!     kernel_check two-dumps              what the kernel does with two dumps in one sendmsg
+//!     kernel_check scale N                N virtual servers with 2 real servers each, then delete them
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -115,6 +116,7 @@ async fn run(args: &[String]) -> Outcome {
             Ok(())
         }
         ["two-dumps"] => two_dumps(),
+        ["scale", count] => scale(count.parse().map_err(|e| format!("{count}: {e}"))?).await,
         _ => {
             eprintln!("usage: see the doc comment of ipvs-agent/examples/kernel_check.rs");
             std::process::exit(2)
@@ -760,6 +762,60 @@ fn two_dumps() -> Outcome {
             entries.get(&request.seq).copied().unwrap_or(0),
             finals.get(&request.seq).map_or("none", String::as_str)
         );
+    }
+    Ok(())
+}
+
+/// N virtual servers with two real servers each in one apply (cut into
+/// batches by size), observed back, then deleted in one apply.
+async fn scale(count: u32) -> Outcome {
+    let mut dataplane = open()?;
+    let mut table = IpvsTable::new();
+    for i in 0..count {
+        let [_, _, hi, lo] = (0x0a64_0000 + i).to_be_bytes();
+        let key = VirtualServerKey::new(Protocol::Tcp, IpAddr::from([10, 100, hi, lo]), 80);
+        let reals: Vec<String> = (1..=2).map(|n| format!("10.244.{hi}.{}:8080", lo / 2 + n)).collect();
+        let reals: Vec<(&str, u32)> = reals.iter().map(|r| (r.as_str(), 1)).collect();
+        table
+            .virtual_servers
+            .insert(key, vs(Scheduler::Rr, Flags::NONE, 0, u32::MAX, &reals));
+    }
+    let ops = operations_for(&table);
+    let started = std::time::Instant::now();
+    let before = dataplane.counters().socket;
+    let report = dataplane.apply(&ops).await;
+    let after = dataplane.counters().socket;
+    let sendmsg = after.sendmsg_calls - before.sendmsg_calls;
+    println!(
+        "apply: {} operations, {} applied, {} failed, {sendmsg} sendmsg calls, {} ms",
+        ops.len(),
+        report.applied,
+        report.failed.len(),
+        started.elapsed().as_millis()
+    );
+    if report.applied != ops.len() || after.lost != before.lost {
+        return Err(format!(
+            "{} failed, {} answers lost",
+            report.failed.len(),
+            after.lost - before.lost
+        ));
+    }
+    let started = std::time::Instant::now();
+    let observed = dataplane.observe().await.map_err(|e| e.to_string())?;
+    println!(
+        "observe: {} virtual servers, {} real servers, {} ms",
+        observed.virtual_servers.len(),
+        observed.real_server_count(),
+        started.elapsed().as_millis()
+    );
+    compare(&table, &observed)?;
+    let deletes: Vec<Operation> = (table.virtual_servers.keys())
+        .map(|&virtual_server| Operation::DeleteVirtualServer { virtual_server })
+        .collect();
+    let report = dataplane.apply(&deletes).await;
+    println!("delete: {} applied, {} failed", report.applied, report.failed.len());
+    if report.applied != deletes.len() {
+        return Err("not every delete was applied".into());
     }
     Ok(())
 }

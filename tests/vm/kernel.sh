@@ -161,6 +161,19 @@ two_dumps() {
     while read -r line; do vm_info "two GET_DEST dumps in one sendmsg: $line"; done < <(kernel_check two-dumps)
 }
 
+# Many operations in one apply: cut into several batches, every answer read.
+scale() {
+    local out
+    vm_node_init
+    out="$(kernel_check scale 1500)"
+    printf '%s\n' "$out"
+    vm_check scale-all-applied grep -q '^apply: 4500 operations, 4500 applied, 0 failed' <<<"$out"
+    vm_check scale-several-batches grep -qE ' ([2-9]|[1-9][0-9]) sendmsg calls' <<<"$out"
+    vm_check scale-observed grep -q '^observe: 1500 virtual servers, 3000 real servers' <<<"$out"
+    vm_check scale-deleted grep -q '^delete: 1500 applied, 0 failed' <<<"$out"
+    vm_check_eq scale-left-nothing "" "$(ipvsadm-save -n)"
+}
+
 # Last: unload IPVS and expect the clear message.
 no_ip_vs() {
     local module out status=0
@@ -190,6 +203,8 @@ vm_scenario foreign foreign
 vm_reset
 vm_scenario timeouts timeouts
 vm_scenario two-dumps two_dumps
+vm_reset
+vm_scenario scale scale
 vm_reset
 vm_scenario no-ip-vs no_ip_vs
 vm_finish
