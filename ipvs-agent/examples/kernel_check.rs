@@ -18,6 +18,7 @@
 //!     kernel_check timeouts               GET_CONFIG as "tcp tcpfin udp"
 //!     kernel_check set-timeouts T F U     SET_CONFIG
 //!     kernel_check sysctls [--strict-arp] set kube-proxy's sysctls, print the changes
+//!     kernel_check flush                  FLUSH (every virtual server, everyone's)
 //!     kernel_check two-dumps              what the kernel does with two dumps in one sendmsg
 //!     kernel_check scale N                N virtual servers with 2 real servers each, then delete them
 
@@ -116,6 +117,7 @@ async fn run(args: &[String]) -> Outcome {
             Ok(())
         }
         ["two-dumps"] => two_dumps(),
+        ["flush"] => socket()?.flush().map_err(|e| e.to_string()),
         ["scale", count] => scale(count.parse().map_err(|e| format!("{count}: {e}"))?).await,
         _ => {
             eprintln!("usage: see the doc comment of ipvs-agent/examples/kernel_check.rs");

@@ -149,6 +149,15 @@ timeouts() {
     vm_check_eq set-config-restored "Timeout (tcp tcpfin udp): $original" "$(ipvsadm -L --timeout)"
 }
 
+flush() {
+    vm_node_init
+    ipvsadm -A -t 10.96.0.70:80 -s rr
+    ipvsadm -a -t 10.96.0.70:80 -r 10.244.1.11:8080 -m
+    ipvsadm -A -f 9 -s rr
+    vm_check flush kernel_check flush
+    vm_check_eq flush-emptied-the-table "" "$(ipvsadm-save -n)"
+}
+
 # Not a check: what the kernel does with two dumps in one sendmsg (why
 # observe() sends one GET_DEST dump per round trip).
 two_dumps() {
@@ -202,6 +211,7 @@ vm_reset
 vm_scenario foreign foreign
 vm_reset
 vm_scenario timeouts timeouts
+vm_scenario flush flush
 vm_scenario two-dumps two_dumps
 vm_reset
 vm_scenario scale scale

@@ -26,7 +26,7 @@ pub enum GenlError {
     /// The socket itself (open, bind, send, receive).
     #[error("netlink socket: {0}")]
     Io(#[from] io::Error),
-    /// One request failed; used by the single-request helpers
+    /// The request failed; used by the single-request helpers
     /// ([`super::IpvsSocket::info`], dumps, ...).
     #[error(transparent)]
     Request(#[from] RequestError),
@@ -48,6 +48,14 @@ pub enum RequestError {
         cmd: IpvsCmd,
         /// What went wrong while reading, if known.
         detail: Option<String>,
+    },
+    /// The request was never handed to the kernel: `sendmsg` failed.
+    #[error("{}: not sent: {reason}", cmd.describe())]
+    NotSent {
+        /// Its command.
+        cmd: IpvsCmd,
+        /// Why `sendmsg` failed.
+        reason: String,
     },
     /// The answer arrived but does not say what its command promises.
     #[error(transparent)]

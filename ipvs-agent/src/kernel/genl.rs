@@ -66,7 +66,8 @@ pub struct SocketStats {
     pub requests: u64,
     /// Requests the kernel refused.
     pub refused: u64,
-    /// Requests whose answer was lost or unreadable.
+    /// Requests that could not be sent, or whose answer was lost or
+    /// unreadable.
     pub lost: u64,
 }
 
@@ -178,9 +179,10 @@ impl IpvsSocket {
     /// Run `requests` in order, in as few `sendmsg` calls as the limits
     /// allow, and return one [`Answer`] per request, in the same order. A
     /// refused request does not stop the others (the kernel goes on with the
-    /// next message). `Err` only when the socket itself failed; answers
-    /// already read are then lost with it.
-    pub fn execute(&mut self, requests: Vec<IpvsMessage>) -> Result<Vec<Answer>, GenlError> {
+    /// next message), and neither does a batch the socket failed to send or
+    /// to read: its requests get [`RequestError::NotSent`] or
+    /// [`RequestError::NoAnswer`], and the next batch is tried.
+    pub fn execute(&mut self, requests: Vec<IpvsMessage>) -> Vec<Answer> {
         let mut sizes = Vec::new();
         let mut rest = requests.as_slice();
         while !rest.is_empty() {
@@ -196,15 +198,26 @@ impl IpvsSocket {
                 batch.push(message);
             }
             self.next_seq = batch.next_seq().max(1);
-            answers.extend(self.run_batch(batch)?);
+            answers.extend(self.run_batch(batch));
         }
-        Ok(answers)
+        answers
     }
 
     /// Send one batch and read every answer to it.
-    fn run_batch(&mut self, batch: Batch) -> Result<Vec<Answer>, GenlError> {
+    fn run_batch(&mut self, batch: Batch) -> Vec<Answer> {
         let (bytes, sent) = batch.into_parts();
-        self.send(&bytes)?;
+        if let Err(error) = self.send(&bytes) {
+            let reason = error.to_string();
+            self.stats.lost += sent.len() as u64;
+            return (sent.iter())
+                .map(|request| {
+                    Err(RequestError::NotSent {
+                        cmd: request.cmd,
+                        reason: reason.clone(),
+                    })
+                })
+                .collect();
+        }
         self.stats.requests += sent.len() as u64;
         let index: HashMap<u32, usize> = sent.iter().enumerate().map(|(i, r)| (r.seq, i)).collect();
         let mut messages: Vec<Vec<IpvsMessage>> = vec![Vec::new(); sent.len()];
@@ -220,7 +233,10 @@ impl IpvsSocket {
                     trouble = Some("receive buffer overrun (ENOBUFS): answers were dropped".into());
                     continue;
                 }
-                Err(error) => return Err(error),
+                Err(error) => {
+                    trouble = Some(error.to_string());
+                    break;
+                }
             }
             for reply in parse_replies(&self.buf, self.family_id) {
                 let reply = match reply {
@@ -254,7 +270,7 @@ impl IpvsSocket {
                 pending -= 1;
             }
         }
-        Ok(self.collect(&sent, messages, finals, trouble))
+        self.collect(&sent, messages, finals, trouble)
     }
 
     fn collect(
@@ -288,7 +304,7 @@ impl IpvsSocket {
 
     /// Run one request and return its answer.
     pub fn execute_one(&mut self, request: IpvsMessage) -> Result<Vec<IpvsMessage>, GenlError> {
-        let answer = self.execute(vec![request])?.pop();
+        let answer = self.execute(vec![request]).pop();
         Ok(answer.unwrap_or_else(|| Ok(Vec::new()))?)
     }
 

@@ -167,23 +167,13 @@ impl LinuxDataplane {
                 ),
             }
         }
-        match self.ipvs.execute(messages) {
-            Ok(answers) => {
-                for (operation, answer) in sent.into_iter().zip(answers) {
-                    match answer {
-                        Ok(_) => self.succeed(report),
-                        Err(error) => {
-                            self.counters.netlink_errors += 1;
-                            self.fail(report, operation, error.into());
-                        }
-                    }
-                }
-            }
-            Err(error) => {
-                self.counters.netlink_errors += 1;
-                let message = error.to_string();
-                for operation in sent {
-                    self.fail(report, operation, DataplaneError::Io(io::Error::other(message.clone())));
+        let answers = self.ipvs.execute(messages);
+        for (operation, answer) in sent.into_iter().zip(answers) {
+            match answer {
+                Ok(_) => self.succeed(report),
+                Err(error) => {
+                    self.counters.netlink_errors += 1;
+                    self.fail(report, operation, error.into());
                 }
             }
         }
