@@ -18,6 +18,7 @@
 //!     kernel_check timeouts               GET_CONFIG as "tcp tcpfin udp"
 //!     kernel_check set-timeouts T F U     SET_CONFIG
 //!     kernel_check sysctls [--strict-arp] set kube-proxy's sysctls, print the changes
+//!     kernel_check converge               the core's plan() against observe(): apply, re-plan empty, change, clean up
 //!     kernel_check flush                  FLUSH (every virtual server, everyone's)
 //!     kernel_check two-dumps              what the kernel does with two dumps in one sendmsg
 //!     kernel_check scale N                N virtual servers with 2 real servers each, then delete them
@@ -117,6 +118,7 @@ async fn run(args: &[String]) -> Outcome {
             Ok(())
         }
         ["two-dumps"] => two_dumps(),
+        ["converge"] => converge().await,
         ["flush"] => socket()?.flush().map_err(|e| e.to_string()),
         ["scale", count] => scale(count.parse().map_err(|e| format!("{count}: {e}"))?).await,
         _ => {
@@ -818,6 +820,77 @@ async fn scale(count: u32) -> Outcome {
     println!("delete: {} applied, {} failed", report.applied, report.failed.len());
     if report.applied != deletes.len() {
         return Err("not every delete was applied".into());
+    }
+    Ok(())
+}
+
+/// The sync loop's cycle with the core's real planner: observe, plan,
+/// apply, and observe again until the plan is empty; then a changed table;
+/// then an empty one (what `cleanup` does), which must leave foreign virtual
+/// servers alone.
+async fn converge() -> Outcome {
+    use svcnet_core::apiserver::node_port::PortRange;
+    use svcnet_core::proxy::{plan as make_plan, PlanContext, PlanState};
+    use svcnet_core::time::Time;
+
+    let mut dataplane = open()?;
+    let ctx = PlanContext {
+        now: Time::from_secs(1000),
+        drain_timeout: std::time::Duration::from_secs(600),
+        node_ips: vec!["192.0.2.10".parse().map_err(|e| format!("{e}"))?],
+        node_port_range: PortRange::DEFAULT,
+    };
+    let mut state = PlanState::default();
+    let mut changed = plan_table();
+    changed
+        .addresses
+        .remove(&"10.96.0.12".parse::<IpAddr>().map_err(|e| format!("{e}"))?);
+    changed.virtual_servers.remove(&key("TCP/10.96.0.12:8080"));
+    if let Some(server) = changed.virtual_servers.get_mut(&key("TCP/10.96.0.10:80")) {
+        server.settings.scheduler = Scheduler::Lc;
+        server
+            .real_servers
+            .remove(&"10.244.1.12:8080".parse().map_err(|e| format!("{e}"))?);
+        server.real_servers.insert(
+            "10.244.1.13:8080".parse().map_err(|e| format!("{e}"))?,
+            RealServer::masq(1),
+        );
+    }
+    if let Some(server) = changed.virtual_servers.get_mut(&key("TCP/10.96.0.11:443")) {
+        server.real_servers.insert(
+            "10.244.1.11:8443".parse().map_err(|e| format!("{e}"))?,
+            RealServer::masq(7),
+        );
+    }
+    for (step, desired) in [
+        ("initial", plan_table()),
+        ("changed", changed),
+        ("cleanup", IpvsTable::new()),
+    ] {
+        let observed = dataplane.observe().await.map_err(|e| e.to_string())?;
+        let plan = make_plan(&observed, &desired, &state, &ctx);
+        let report = dataplane.apply(&plan.operations).await;
+        println!(
+            "{step}: {} operations, {} applied",
+            plan.operations.len(),
+            report.applied
+        );
+        for (op, error) in &report.failed {
+            println!("{step}: failed: {op:?}: {error}");
+        }
+        if !report.failed.is_empty() {
+            return Err(format!("{step}: operations failed"));
+        }
+        state = plan.state;
+        let observed = dataplane.observe().await.map_err(|e| e.to_string())?;
+        let again = make_plan(&observed, &desired, &state, &ctx);
+        if !again.is_empty() {
+            return Err(format!(
+                "{step}: re-plan after apply is not empty: {:?}",
+                again.operations
+            ));
+        }
+        println!("{step}: re-plan after apply is empty");
     }
     Ok(())
 }

@@ -149,6 +149,24 @@ timeouts() {
     vm_check_eq set-config-restored "Timeout (tcp tcpfin udp): $original" "$(ipvsadm -L --timeout)"
 }
 
+# The core's own planner against observe(), with foreign virtual servers
+# (a fwmark one, one on the node IP outside the NodePort range) present.
+converge() {
+    topology
+    ipvsadm -A -f 7 -s rr
+    ipvsadm -A -t 192.0.2.10:8080 -s wlc
+    ipvsadm -a -t 192.0.2.10:8080 -r 10.244.1.11:8080 -m
+    local foreign out
+    foreign="$(ipvsadm-save -n | kernel_check normalize)"
+    out="$(kernel_check converge)"
+    printf '%s\n' "$out"
+    for step in initial changed cleanup; do
+        vm_check "converge-$step-re-plan-empty" grep -qx "$step: re-plan after apply is empty" <<<"$out"
+    done
+    vm_check_eq converge-cleanup-left-foreign-only "$foreign" "$(ipvsadm-save -n | kernel_check normalize)"
+    vm_check_eq converge-cleanup-unbound-all "" "$(kernel_check addresses)"
+}
+
 flush() {
     vm_node_init
     ipvsadm -A -t 10.96.0.70:80 -s rr
@@ -211,6 +229,8 @@ vm_reset
 vm_scenario foreign foreign
 vm_reset
 vm_scenario timeouts timeouts
+vm_scenario converge converge
+vm_reset
 vm_scenario flush flush
 vm_scenario two-dumps two_dumps
 vm_reset
