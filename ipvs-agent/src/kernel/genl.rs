@@ -90,8 +90,11 @@ impl IpvsSocket {
         socket.bind_auto()?;
         socket.connect(&SocketAddr::new(0, 0))?;
         // Errors echo only the header: the command is known by sequence
-        // number, and smaller ACKs leave room for bigger batches.
-        socket.set_cap_ack(true)?;
+        // number, and smaller ACKs leave room for bigger batches. Kernels
+        // before 4.3 lack the option; full echoes work as well.
+        if let Err(error) = socket.set_cap_ack(true) {
+            log::debug!("NETLINK_CAP_ACK: {error}");
+        }
         let receive_buffer = grow_receive_buffer(&socket);
         socket.set_non_blocking(true)?;
         let mut this = Self {

@@ -221,6 +221,32 @@ fn is_address(operation: &Operation) -> bool {
     )
 }
 
+/// A stretch of operations `apply` carries out in one go.
+#[derive(Debug, PartialEq, Eq)]
+enum Run<'a> {
+    /// One address operation (rtnetlink).
+    Address(&'a Operation),
+    /// Consecutive IPVS operations (batched generic netlink).
+    Ipvs(&'a [Operation]),
+}
+
+/// Split `operations` into runs, keeping their order.
+fn runs(operations: &[Operation]) -> Vec<Run<'_>> {
+    let mut runs = Vec::new();
+    let mut rest = operations;
+    while let Some(first) = rest.first() {
+        if is_address(first) {
+            runs.push(Run::Address(first));
+            rest = &rest[1..];
+        } else {
+            let len = rest.iter().position(is_address).unwrap_or(rest.len());
+            runs.push(Run::Ipvs(&rest[..len]));
+            rest = &rest[len..];
+        }
+    }
+    runs
+}
+
 impl Dataplane for LinuxDataplane {
     async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
         let mut table = IpvsTable::new();
@@ -235,20 +261,50 @@ impl Dataplane for LinuxDataplane {
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
         let mut report = ApplyReport::default();
         let mut index = None;
-        let mut rest = operations;
-        while let Some(first) = rest.first() {
-            if is_address(first) {
-                match self.apply_address(first, &mut index).await {
+        for run in runs(operations) {
+            match run {
+                Run::Address(operation) => match self.apply_address(operation, &mut index).await {
                     Ok(()) => self.succeed(&mut report),
-                    Err(error) => self.fail(&mut report, first, error),
-                }
-                rest = &rest[1..];
-            } else {
-                let run = rest.iter().position(is_address).unwrap_or(rest.len());
-                self.apply_ipvs(&rest[..run], &mut report);
-                rest = &rest[run..];
+                    Err(error) => self.fail(&mut report, operation, error),
+                },
+                Run::Ipvs(operations) => self.apply_ipvs(operations, &mut report),
             }
         }
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use svcnet_core::proxy::{Protocol, VirtualServerKey};
+
+    use super::*;
+
+    #[test]
+    fn ipvs_operations_between_address_operations_form_one_run() {
+        let vs = VirtualServerKey::new(Protocol::Tcp, "10.96.0.10".parse().unwrap(), 80);
+        let address = vs.address;
+        let ops = vec![
+            Operation::BindAddress { address },
+            Operation::DeleteVirtualServer { virtual_server: vs },
+            Operation::DeleteRealServer {
+                virtual_server: vs,
+                real_server: "10.244.1.1:80".parse().unwrap(),
+            },
+            Operation::UnbindAddress { address },
+            Operation::BindAddress { address },
+            Operation::DeleteVirtualServer { virtual_server: vs },
+        ];
+        assert_eq!(
+            runs(&ops),
+            vec![
+                Run::Address(&ops[0]),
+                Run::Ipvs(&ops[1..3]),
+                Run::Address(&ops[3]),
+                Run::Address(&ops[4]),
+                Run::Ipvs(&ops[5..]),
+            ]
+        );
+        assert!(runs(&[]).is_empty());
     }
 }
