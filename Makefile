@@ -99,3 +99,10 @@ vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (i
 	$(step)
 	tests/vm/setup.sh
 	tests/vm/run.sh tests/vm/smoke.sh
+
+.PHONY: vm-kernel
+vm-kernel: ## The agent's kernel side against real IPVS in the VM: tests/vm/kernel.sh (installs what it needs)
+	$(step)
+	tests/vm/setup.sh
+	$(CARGO) build --release -p ipvs-agent --example kernel_check
+	tests/vm/run.sh tests/vm/kernel.sh target/release/examples/kernel_check

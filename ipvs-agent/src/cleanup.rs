@@ -5,6 +5,7 @@
 //! hand-made rules) stays. Then the `kube-ipvs0` link itself is deleted.
 
 use crate::dataplane::{Dataplane, DataplaneError};
+use crate::kernel::LinuxDataplane;
 use svcnet_core::proxy::{plan, IpvsTable, NodeInfo, PlanContext, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -14,6 +15,12 @@ use svcnet_core::time::Time;
 pub trait RemoveDummyLink {
     /// Deletes the `kube-ipvs0` link; no link is not an error.
     async fn remove_dummy_link(&mut self) -> Result<(), DataplaneError>;
+}
+
+impl RemoveDummyLink for LinuxDataplane {
+    async fn remove_dummy_link(&mut self) -> Result<(), DataplaneError> {
+        self.delete_link().await.map(|_| ())
+    }
 }
 
 /// What cleanup did.

@@ -186,6 +186,10 @@ pub struct RunArgs {
     /// Leave the sysctls kube-proxy sets (net.ipv4.vs.conntrack, ip_forward, ...) as they are.
     #[arg(long)]
     pub skip_sysctls: bool,
+    /// Also set arp_ignore=1 and arp_announce=2 on all interfaces (kube-proxy's --ipvs-strict-arp),
+    /// so this node does not answer ARP for the ClusterIPs bound on kube-ipvs0.
+    #[arg(long, conflicts_with = "skip_sysctls")]
+    pub ipvs_strict_arp: bool,
     /// How long a removed real server with open TCP connections drains at weight 0 before it is
     /// deleted anyway.
     #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = parse_duration)]

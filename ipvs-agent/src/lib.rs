@@ -12,6 +12,8 @@
 //! - [`agent`]: `run`'s main loop: manifests, leases, syncs, state.
 //! - [`cleanup`]: `cleanup`: removing what the agent owns.
 //! - [`metrics`], [`http`]: `/metrics` and `/healthz`.
+//! - [`kernel`]: the Linux side: IPVS generic-netlink socket, `kube-ipvs0`
+//!   over rtnetlink, sysctls, and [`kernel::LinuxDataplane`].
 
 #![warn(missing_docs)]
 
@@ -22,6 +24,7 @@ pub mod clock;
 pub mod cluster;
 pub mod dataplane;
 pub mod http;
+pub mod kernel;
 pub mod manifests;
 #[cfg(test)]
 mod memory;

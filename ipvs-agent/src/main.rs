@@ -4,12 +4,13 @@
 
 use clap::Parser;
 use ipvs_agent::agent::{log_outcome, Agent, AgentSettings};
-use ipvs_agent::cleanup::{cleanup, RemoveDummyLink};
+use ipvs_agent::cleanup::cleanup;
 use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, RunArgs};
 use ipvs_agent::clock::Clock;
 use ipvs_agent::cluster::{Cluster, ClusterError};
-use ipvs_agent::dataplane::{ApplyReport, Dataplane, DataplaneError};
+use ipvs_agent::dataplane::DataplaneError;
 use ipvs_agent::http::{self, Endpoints};
+use ipvs_agent::kernel::{apply_sysctls, LinuxDataplane};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::node::{host_addresses, NodeFlags};
 use ipvs_agent::sync::SyncSettings;
@@ -18,7 +19,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
-use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, Operation, ProxyConfig};
+use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, ProxyConfig};
 
 /// Exit status for bad flags, manifests or state (clap uses 2 as well).
 const USAGE: u8 = 2;
@@ -186,7 +187,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
     };
     let metrics = Arc::new(Metrics::default());
-    let dataplane = connect_dataplane(args.skip_sysctls)
+    let dataplane = connect_dataplane(args.skip_sysctls, args.ipvs_strict_arp)
         .await
         .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
     let mut agent = Agent::start(cluster, dataplane, settings, metrics.clone(), clock.now())?;
@@ -252,7 +253,7 @@ async fn shutdown_signal() {
 async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
     let cluster = load_cluster(common, false)?;
     let node = node_info(common, &cluster)?;
-    let mut dataplane = connect_dataplane(true)
+    let mut dataplane = connect_dataplane(true, false)
         .await
         .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
     let now = Clock::starting_at_least(cluster.control_plane().now()).now();
@@ -279,37 +280,16 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
 }
 
 /// The Linux dataplane (IPVS over generic netlink, `kube-ipvs0` over
-/// rtnetlink, created on the first address bind) after kube-proxy's sysctls
-/// unless `skip_sysctls`. This is the one place the binary makes it; with
-/// the kernel module merged it becomes `ipvs_agent::kernel::sysctl::
-/// apply_sysctls(false)` (unless skipped) then
-/// `ipvs_agent::kernel::LinuxDataplane::open()`, and [`KernelDataplane`]
-/// becomes `LinuxDataplane`, which must also implement [`RemoveDummyLink`]
-/// (its `delete_link`).
-async fn connect_dataplane(skip_sysctls: bool) -> Result<KernelDataplane, DataplaneError> {
-    let _ = skip_sysctls;
-    Err(DataplaneError::Io(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "this build has no Linux dataplane (src/kernel is not merged)",
-    )))
-}
-
-/// Stands for the Linux dataplane type until the kernel module is merged:
-/// it has no values, so nothing here can run without the real one.
-enum KernelDataplane {}
-
-impl Dataplane for KernelDataplane {
-    async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
-        match *self {}
+/// rtnetlink, created on the first address bind), after kube-proxy's
+/// sysctls unless `skip_sysctls` (with strict ARP when `strict_arp`). This
+/// is the one place the binary makes it.
+async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<LinuxDataplane, DataplaneError> {
+    if !skip_sysctls {
+        let changes =
+            apply_sysctls(strict_arp).map_err(|e| DataplaneError::Io(std::io::Error::other(e.to_string())))?;
+        for change in &changes {
+            tracing::info!(key = change.key, old = %change.old, new = %change.new, "sysctl set");
+        }
     }
-
-    async fn apply(&mut self, _operations: &[Operation]) -> ApplyReport {
-        match *self {}
-    }
-}
-
-impl RemoveDummyLink for KernelDataplane {
-    async fn remove_dummy_link(&mut self) -> Result<(), DataplaneError> {
-        match *self {}
-    }
+    LinuxDataplane::open()
 }
