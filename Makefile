@@ -87,9 +87,15 @@ bench: ## Benchmarks (cargo bench -p svcnet-core); figures written to benchmarks
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy unit wasm-vectors test-release wasm-check ## Everything CI runs: fmt-check clippy unit wasm-vectors test-release wasm-check
+test: fmt-check clippy unit wasm-vectors test-release wasm-check vm-smoke ## Everything CI runs: fmt-check clippy unit wasm-vectors test-release wasm-check vm-smoke
 	@printf '\n==> make test: all steps passed\n'
 
 demo: ## The narrated tour of the core on examples/services.yaml (the agent demo comes with the agent)
 	$(step)
-	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml
+	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml examples/pods.yaml
+
+.PHONY: vm-smoke
+vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (installs what it needs)
+	$(step)
+	tests/vm/setup.sh
+	tests/vm/run.sh tests/vm/smoke.sh

@@ -1,6 +1,7 @@
 //! A narrated tour of what the svcnet core does with Services today:
 //! service CIDR validation, ClusterIP allocation (the `kubernetes` Service
-//! first), NodePorts, admission errors, DNS records, snapshots and repair.
+//! first), NodePorts, admission errors, EndpointSlices, the IPVS table
+//! kube-proxy would program, DNS records, snapshots and repair.
 //!
 //! `make demo` runs it on `examples/services.yaml`:
 //!
@@ -8,9 +9,10 @@
 //!         [--service-cluster-ip-range CIDR[,CIDR]] [--seed N] [MANIFEST...]
 
 use std::process::ExitCode;
-use svcnet_core::api::Service;
+use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
-use svcnet_core::kubectl::services_table;
+use svcnet_core::kubectl::{endpoint_slices_table, services_table};
+use svcnet_core::proxy::{ipvsadm_list, ProxyConfig};
 
 fn say(title: &str, text: &str) {
     println!("\n== {title}\n{}", text.trim_end());
@@ -23,6 +25,7 @@ fn indent(text: &str) -> String {
 fn parse_args() -> Result<(ClusterConfig, Vec<String>), String> {
     let mut config = ClusterConfig {
         seed: 1,
+        apiservers: vec!["192.168.0.10:6443".into()],
         ..Default::default()
     };
     let mut files = Vec::new();
@@ -146,15 +149,39 @@ fn main() -> ExitCode {
         "6. Deleting `kubernetes` does not lose its address",
         &format!("kubectl delete svc kubernetes ... and it is back at once, on {back}."),
     );
+    let slices: Vec<&EndpointSlice> = cp.endpoint_slices().collect();
     say(
-        "7. DNS records (kubernetes/dns specification 1.1.0)",
+        "7. kubectl get endpointslices -A",
+        &format!(
+            "The EndpointSlice controller matched the pods to the Services' selectors:\n{}",
+            indent(&endpoint_slices_table(&slices, true))
+        ),
+    );
+    if let Some(node) = cp.nodes().next().map(|n| n.metadata.name.clone()) {
+        match cp.node_info(&node) {
+            Ok(info) => {
+                let desired = cp.desired_ipvs_table(&info, &ProxyConfig::default());
+                say(
+                    &format!("8. The IPVS table kube-proxy would program on {node} (ipvsadm -Ln)"),
+                    &format!(
+                        "One virtual server per ClusterIP and port, one per NodePort on the node IP;\n\
+                         real servers are the ready pods, NAT-forwarded (Masq) with weight 1:\n{}",
+                        indent(&ipvsadm_list(&desired.table))
+                    ),
+                );
+            }
+            Err(e) => eprintln!("node {node}: {e}"),
+        }
+    }
+    say(
+        "9. DNS records (kubernetes/dns specification 1.1.0)",
         &indent(&cp.dns_zone()),
     );
     let snapshot = cp.snapshot();
     let json = serde_json::to_string(&snapshot).unwrap_or_default();
     let events = cp.repair();
     say(
-        "8. State and repair",
+        "10. State and repair",
         &format!(
             "The whole state is a {}-byte snapshot (what the agent keeps in its state file);\n\
              restoring it gives the same cluster. The repair loop found {} problem(s).",
@@ -162,6 +189,6 @@ fn main() -> ExitCode {
             events.len()
         ),
     );
-    println!("\nNext: the IPVS agent and the browser playground are not built yet (see README, Status).");
+    println!("\nNext: the IPVS agent that programs this table into a kernel is not built yet (see README, Status).");
     ExitCode::SUCCESS
 }

@@ -1,9 +1,22 @@
-//! Text the way `kubectl` prints it: `kubectl get svc` tables.
+//! Text the way `kubectl` prints it: `kubectl get svc`, `kubectl get
+//! endpoints` and `kubectl get endpointslices` tables.
 //!
-//! Columns follow kubectl's: NAMESPACE (with `-A`), NAME, TYPE, CLUSTER-IP,
-//! EXTERNAL-IP, PORT(S). AGE is left out: the core has no wall clock.
+//! Columns follow kubectl's (NAMESPACE first with `-A`):
+//! - services: NAME, TYPE, CLUSTER-IP, EXTERNAL-IP, PORT(S);
+//! - endpoints: NAME, ENDPOINTS (the first three `ip:port`, then
+//!   ` + N more...`);
+//! - endpointslices: NAME, ADDRESSTYPE, PORTS, ENDPOINTS (three of each,
+//!   then ` + N more...`; `<unset>` when empty).
+//!
+//! AGE is left out: the core has no wall clock.
 
+use crate::api::endpoint_slice::{EndpointPort, EndpointSlice};
 use crate::api::service::{types, Service};
+use crate::api::Endpoints;
+use std::net::IpAddr;
+
+/// kubectl shows at most this many items in a list cell.
+const MAX_LISTED: usize = 3;
 
 /// `kubectl get svc` for these Services, one row each, columns padded to
 /// the widest cell plus three spaces as kubectl does.
@@ -28,6 +41,105 @@ pub fn services_table(services: &[&Service], all_namespaces: bool) -> String {
         rows.push(row);
     }
     render(&rows)
+}
+
+/// `kubectl get endpoints` for these Endpoints objects.
+pub fn endpoints_table(endpoints: &[&Endpoints], all_namespaces: bool) -> String {
+    let mut header = vec!["NAME", "ENDPOINTS"];
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for ep in endpoints {
+        let mut row = vec![ep.metadata.name.clone(), format_endpoints(ep)];
+        if all_namespaces {
+            row.insert(0, ep.metadata.namespace_or_default().to_string());
+        }
+        rows.push(row);
+    }
+    render(&rows)
+}
+
+/// `kubectl get endpointslices` for these slices.
+pub fn endpoint_slices_table(slices: &[&EndpointSlice], all_namespaces: bool) -> String {
+    let mut header = vec!["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS"];
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for slice in slices {
+        let ports = slice.ports.iter().map(slice_port).collect::<Vec<_>>();
+        let addresses = slice
+            .endpoints
+            .iter()
+            .flat_map(|e| e.addresses.iter().cloned())
+            .collect::<Vec<_>>();
+        let mut row = vec![
+            slice.metadata.name.clone(),
+            slice.address_type.clone(),
+            list_with_more(&ports),
+            list_with_more(&addresses),
+        ];
+        if all_namespaces {
+            row.insert(0, slice.metadata.namespace_or_default().to_string());
+        }
+        rows.push(row);
+    }
+    render(&rows)
+}
+
+/// kubectl's `formatEndpoints`: ready `ip:port` pairs, subset by subset and
+/// port by port; `<none>` without subsets.
+fn format_endpoints(ep: &Endpoints) -> String {
+    if ep.subsets.is_empty() {
+        return "<none>".into();
+    }
+    let mut pairs: Vec<String> = Vec::new();
+    for subset in &ep.subsets {
+        if subset.ports.is_empty() {
+            pairs.extend(subset.addresses.iter().map(|a| a.ip.clone()));
+            continue;
+        }
+        for port in &subset.ports {
+            pairs.extend(subset.addresses.iter().map(|a| host_port(&a.ip, port.port)));
+        }
+    }
+    if pairs.len() > MAX_LISTED {
+        format!(
+            "{} + {} more...",
+            pairs[..MAX_LISTED].join(","),
+            pairs.len() - MAX_LISTED
+        )
+    } else {
+        pairs.join(",")
+    }
+}
+
+/// A slice port as kubectl lists it: the number, else the name, else `*`.
+fn slice_port(port: &EndpointPort) -> String {
+    match (port.port, &port.name) {
+        (Some(number), _) => number.to_string(),
+        (None, Some(name)) => name.clone(),
+        (None, None) => "*".into(),
+    }
+}
+
+/// kubectl's `listWithMoreString`: three items, ` + N more...`, or
+/// `<unset>` for none.
+fn list_with_more(items: &[String]) -> String {
+    match items.len() {
+        0 => "<unset>".into(),
+        n if n > MAX_LISTED => format!("{} + {} more...", items[..MAX_LISTED].join(","), n - MAX_LISTED),
+        _ => items.join(","),
+    }
+}
+
+/// `ip:port`, IPv6 in brackets (Go's `net.JoinHostPort`).
+fn host_port(ip: &str, port: i64) -> String {
+    match ip.parse::<IpAddr>() {
+        Ok(IpAddr::V6(_)) => format!("[{ip}]:{port}"),
+        _ => format!("{ip}:{port}"),
+    }
 }
 
 fn cluster_ip(svc: &Service) -> String {
@@ -126,6 +238,83 @@ mod tests {
              ext          ExternalName   <none>       db.example.com   <none>\n\
              kubernetes   ClusterIP      10.96.0.1    <none>           443/TCP\n\
              web          NodePort       10.96.0.20   <none>           80:30080/TCP\n"
+        );
+    }
+
+    #[test]
+    fn endpoints_table_brackets_ipv6_and_lists_portless_subsets() {
+        use crate::api::endpoints::{EndpointAddress, EndpointPort, EndpointSubset};
+        let address = |ip: &str| EndpointAddress {
+            ip: ip.into(),
+            ..EndpointAddress::default()
+        };
+        let mut v6 = Endpoints::default();
+        v6.metadata.name = "v6".into();
+        v6.subsets.push(EndpointSubset {
+            addresses: vec![address("fd00::1"), address("fd00::2")],
+            not_ready_addresses: vec![address("fd00::3")],
+            ports: vec![
+                EndpointPort {
+                    name: Some("a".into()),
+                    port: 80,
+                    ..EndpointPort::default()
+                },
+                EndpointPort {
+                    name: Some("b".into()),
+                    port: 443,
+                    ..EndpointPort::default()
+                },
+            ],
+        });
+        let mut headless = Endpoints::default();
+        headless.metadata.name = "peers".into();
+        headless.subsets.push(EndpointSubset {
+            addresses: vec![address("10.0.0.1")],
+            ..EndpointSubset::default()
+        });
+        let mut empty = Endpoints::default();
+        empty.metadata.name = "empty".into();
+        assert_eq!(
+            endpoints_table(&[&v6, &headless, &empty], false),
+            "NAME    ENDPOINTS\n\
+             v6      [fd00::1]:80,[fd00::2]:80,[fd00::1]:443 + 1 more...\n\
+             peers   10.0.0.1\n\
+             empty   <none>\n"
+        );
+    }
+
+    #[test]
+    fn endpoint_slices_table_like_kubectl() {
+        use crate::api::endpoint_slice::Endpoint;
+        let port = |name: Option<&str>, port: Option<i64>| EndpointPort {
+            name: name.map(str::to_string),
+            port,
+            ..EndpointPort::default()
+        };
+        let mut slice = EndpointSlice::default();
+        slice.metadata.name = "web-abcde".into();
+        slice.metadata.namespace = "shop".into();
+        slice.address_type = "IPv4".into();
+        slice.ports = vec![
+            port(Some("http"), Some(80)),
+            port(Some("named"), None),
+            port(None, None),
+            port(None, Some(9)),
+        ];
+        slice.endpoints = (1..=5)
+            .map(|i| Endpoint {
+                addresses: vec![format!("10.0.0.{i}")],
+                ..Endpoint::default()
+            })
+            .collect();
+        let mut empty = EndpointSlice::default();
+        empty.metadata.name = "web-fghij".into();
+        empty.address_type = "IPv6".into();
+        assert_eq!(
+            endpoint_slices_table(&[&slice, &empty], true),
+            "NAMESPACE   NAME        ADDRESSTYPE   PORTS                    ENDPOINTS\n\
+             shop        web-abcde   IPv4          80,named,* + 1 more...   10.0.0.1,10.0.0.2,10.0.0.3 + 2 more...\n\
+             default     web-fghij   IPv6          <unset>                  <unset>\n"
         );
     }
 }

@@ -12,20 +12,31 @@
 //! - [`apiserver`]: what kube-apiserver does when Services are created:
 //!   service CIDR validation, ClusterIP and NodePort allocation, admission
 //!   (defaulting and validation), the `kubernetes` Service and repair.
-//! - [`controlplane`]: the state that takes Service create/update/delete and
-//!   ties the allocators together.
+//! - [`controllers`]: what kube-controller-manager computes: the
+//!   EndpointSlice controller and the legacy Endpoints view.
+//! - [`controlplane`]: the state that takes Service, Pod, Node and
+//!   EndpointSlice create/update/delete, ties the allocators together and
+//!   runs the controllers.
 //! - [`dns`]: DNS records per the Kubernetes DNS specification.
-//! - [`kubectl`]: `kubectl get` tables.
+//! - [`kubelet`]: what the kubelet computes for a Pod: the Service
+//!   environment variables.
+//! - [`kubectl`]: `kubectl get` tables (Services, Endpoints, EndpointSlices).
+//! - [`proxy`]: what kube-proxy's IPVS mode computes on one node: endpoint
+//!   selection, the desired IPVS table, the plan that reaches it from the
+//!   kernel's table (with graceful termination) and `ipvsadm` rendering.
 //! - [`scenario`]: runs behaviour vectors (configuration + ordered actions)
 //!   against the control plane; shared by the native and wasm test runners.
 
 pub mod api;
 pub mod apiserver;
+pub mod controllers;
 pub mod controlplane;
 pub mod dns;
 pub mod family;
 pub mod field;
 pub mod kubectl;
+pub mod kubelet;
+pub mod proxy;
 pub mod rng;
 pub mod scenario;
 pub mod time;

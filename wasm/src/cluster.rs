@@ -244,4 +244,38 @@ impl Cluster {
         let namespace = namespace.filter(|ns| !ns.is_empty());
         ops::kubectl_get_services(&self.cp, all_namespaces, namespace.as_deref().unwrap_or("default"))
     }
+    /// `kubectl get endpoints` or `kubectl get endpointslices` (also
+    /// `svc`) as text, with the same namespace rules as
+    /// `kubectlGetServices`.
+    #[wasm_bindgen(js_name = kubectlGet)]
+    pub fn kubectl_get(
+        &self,
+        kind: &str,
+        #[wasm_bindgen(js_name = allNamespaces)] all_namespaces: bool,
+        namespace: Option<String>,
+    ) -> Result<String, JsValue> {
+        let namespace = namespace.filter(|ns| !ns.is_empty());
+        ops::kubectl_get(
+            &self.cp,
+            kind,
+            all_namespaces,
+            namespace.as_deref().unwrap_or("default"),
+        )
+        .map_err(|e| error(&e))
+    }
+
+    /// `ipvsadm-save -n` on node `nodeName` once kube-proxy (or
+    /// `ipvs-agent`) has programmed it: the same text as `ipvs-agent plan
+    /// --format ipvsadm-save`. The node's addresses come from its Node
+    /// object, if there is one (NodePort virtual servers live on them).
+    #[wasm_bindgen(js_name = ipvsadmSave)]
+    pub fn ipvsadm_save(&self, #[wasm_bindgen(js_name = nodeName)] node_name: &str) -> Result<String, JsValue> {
+        ops::ipvsadm_save_text(&self.cp, node_name).map_err(|e| error(&e))
+    }
+
+    /// `ipvsadm -Ln` on node `nodeName`, as for `ipvsadmSave`.
+    #[wasm_bindgen(js_name = ipvsadmList)]
+    pub fn ipvsadm_list(&self, #[wasm_bindgen(js_name = nodeName)] node_name: &str) -> Result<String, JsValue> {
+        ops::ipvsadm_list_text(&self.cp, node_name).map_err(|e| error(&e))
+    }
 }

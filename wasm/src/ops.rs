@@ -11,7 +11,8 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use svcnet_core::api::Service;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane, Snapshot};
-use svcnet_core::kubectl::services_table;
+use svcnet_core::kubectl::{endpoint_slices_table, endpoints_table, services_table};
+use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, ProxyConfig};
 use svcnet_core::time::Time;
 
 /// The options of `new Cluster({...})`: the flags of [`ClusterConfig`] under
@@ -66,6 +67,7 @@ impl ClusterOptions {
             cluster_domain: self.cluster_domain.unwrap_or(defaults.cluster_domain),
             dns_ttl: self.dns_ttl.unwrap_or(defaults.dns_ttl),
             apiservers: self.apiservers.unwrap_or(defaults.apiservers),
+            max_endpoints_per_slice: defaults.max_endpoints_per_slice,
         }
     }
 }
@@ -125,16 +127,34 @@ pub fn delete(cp: &mut ControlPlane, kind: &str, namespace: &str, name: &str) ->
         .map_err(|e| e.to_string())
 }
 
-/// `kubectl get <kind>` as a list: Services of one namespace, or of every
-/// namespace when none is given; ServiceCIDR objects (cluster-scoped).
+/// `kubectl get <kind>` as a list: objects of one namespace, or of every
+/// namespace when none is given; Nodes and ServiceCIDRs are cluster-scoped.
 /// Kinds are named as `kubectl` and the core's `delete` accept them.
 pub fn list(cp: &ControlPlane, kind: &str, namespace: Option<&str>) -> Result<Value, String> {
+    let in_ns = |ns: &str| namespace.is_none_or(|want| ns == want);
     match kind.to_ascii_lowercase().as_str() {
         "service" | "services" | "svc" => Ok(json(
             &cp.services()
-                .filter(|s| namespace.is_none_or(|ns| s.metadata.namespace_or_default() == ns))
+                .filter(|s| in_ns(s.metadata.namespace_or_default()))
                 .collect::<Vec<_>>(),
         )),
+        "pod" | "pods" | "po" => Ok(json(
+            &cp.pods()
+                .filter(|p| in_ns(p.metadata.namespace_or_default()))
+                .collect::<Vec<_>>(),
+        )),
+        "endpointslice" | "endpointslices" => Ok(json(
+            &cp.endpoint_slices()
+                .filter(|s| in_ns(s.metadata.namespace_or_default()))
+                .collect::<Vec<_>>(),
+        )),
+        "endpoints" | "ep" => Ok(json(
+            &cp.all_endpoints()
+                .into_iter()
+                .filter(|e| in_ns(e.metadata.namespace_or_default()))
+                .collect::<Vec<_>>(),
+        )),
+        "node" | "nodes" | "no" => Ok(json(&cp.nodes().collect::<Vec<_>>())),
         "servicecidr" | "servicecidrs" => Ok(json(&cp.service_cidrs().collect::<Vec<_>>())),
         other => Err(format!("the server doesn't have a resource type {other:?}")),
     }
@@ -182,6 +202,53 @@ pub fn kubectl_get_services(cp: &ControlPlane, all_namespaces: bool, namespace: 
         .filter(|s| all_namespaces || s.metadata.namespace_or_default() == namespace)
         .collect();
     services_table(&services, all_namespaces)
+}
+
+/// `kubectl get endpoints` / `kubectl get endpointslices` tables, like
+/// [`kubectl_get_services`].
+pub fn kubectl_get(cp: &ControlPlane, kind: &str, all_namespaces: bool, namespace: &str) -> Result<String, String> {
+    let in_ns = |ns: &str| all_namespaces || ns == namespace;
+    match kind.to_ascii_lowercase().as_str() {
+        "service" | "services" | "svc" => Ok(kubectl_get_services(cp, all_namespaces, namespace)),
+        "endpoints" | "ep" => {
+            let all = cp.all_endpoints();
+            let endpoints: Vec<_> = all
+                .iter()
+                .filter(|e| in_ns(e.metadata.namespace_or_default()))
+                .collect();
+            Ok(endpoints_table(&endpoints, all_namespaces))
+        }
+        "endpointslice" | "endpointslices" => {
+            let slices: Vec<_> = cp
+                .endpoint_slices()
+                .filter(|s| in_ns(s.metadata.namespace_or_default()))
+                .collect();
+            Ok(endpoint_slices_table(&slices, all_namespaces))
+        }
+        other => Err(format!("the server doesn't have a resource type {other:?}")),
+    }
+}
+
+/// The IPVS table kube-proxy would program on `node`: the cluster's
+/// NodePort range, the default scheduler (`rr`).
+pub fn node_table(cp: &ControlPlane, node: &str) -> Result<IpvsTable, String> {
+    let info = cp.node_info(node).map_err(|e| e.to_string())?;
+    let config = ProxyConfig {
+        node_port_range: cp.config().node_ports,
+        ..ProxyConfig::default()
+    };
+    Ok(cp.desired_ipvs_table(&info, &config).table)
+}
+
+/// `ipvsadm-save -n` on `node` once the table is programmed: the text
+/// `ipvs-agent plan --format ipvsadm-save` prints.
+pub fn ipvsadm_save_text(cp: &ControlPlane, node: &str) -> Result<String, String> {
+    node_table(cp, node).map(|t| ipvsadm_save(&t))
+}
+
+/// `ipvsadm -Ln` on `node` once the table is programmed.
+pub fn ipvsadm_list_text(cp: &ControlPlane, node: &str) -> Result<String, String> {
+    node_table(cp, node).map(|t| ipvsadm_list(&t))
 }
 
 /// Restores a snapshot given as JSON data.
@@ -350,5 +417,37 @@ mod tests {
         assert!(run_vector("description: [")
             .unwrap_err()
             .starts_with("invalid vector: "));
+    }
+    #[test]
+    fn ipvs_tables_and_kubectl_views_come_from_the_core() {
+        let mut cp = cluster(json!({"serviceClusterIpRange": "10.96.0.0/24", "seed": 1}));
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        for file in ["services.yaml", "pods.yaml"] {
+            apply(&mut cp, &std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
+        }
+        let info = cp.node_info("node-a").unwrap();
+        let config = ProxyConfig {
+            node_port_range: cp.config().node_ports,
+            ..ProxyConfig::default()
+        };
+        let table = cp.desired_ipvs_table(&info, &config).table;
+        assert!(!table.virtual_servers.is_empty());
+        assert_eq!(ipvsadm_save_text(&cp, "node-a").unwrap(), ipvsadm_save(&table));
+        assert_eq!(ipvsadm_list_text(&cp, "node-a").unwrap(), ipvsadm_list(&table));
+        let slices = kubectl_get(&cp, "endpointslices", false, "default").unwrap();
+        assert!(slices.starts_with("NAME") && slices.contains("web-"), "{slices}");
+        let endpoints = kubectl_get(&cp, "ep", true, "default").unwrap();
+        assert!(
+            endpoints.starts_with("NAMESPACE") && endpoints.contains("10.244.1.11:"),
+            "{endpoints}"
+        );
+        assert_eq!(
+            list(&cp, "pods", Some("default")).unwrap().as_array().map(Vec::len),
+            Some(2)
+        );
+        assert_eq!(
+            kubectl_get(&cp, "frobs", false, "default").unwrap_err(),
+            "the server doesn't have a resource type \"frobs\""
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `discovery.k8s.io/v1/EndpointSlice`: the endpoints behind a Service.
 
 use super::meta::ObjectMeta;
+use crate::family::IpFamily;
 use serde::{Deserialize, Serialize};
 
 /// The label naming the Service a slice belongs to.
@@ -9,6 +10,23 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
 /// The value of [`MANAGED_BY_LABEL`] for the EndpointSlice controller.
 pub const MANAGED_BY_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+/// The label telling the mirroring controller to leave an object alone
+/// (set, to `"true"`, on the `kubernetes` Service's endpoints).
+pub const SKIP_MIRROR_LABEL: &str = "endpointslice.kubernetes.io/skip-mirror";
+/// The label, with an empty value, on the slices of a headless Service.
+pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
+
+/// The values of `addressType`.
+pub mod address_types {
+    /// IPv4 addresses.
+    pub const IPV4: &str = "IPv4";
+    /// IPv6 addresses.
+    pub const IPV6: &str = "IPv6";
+    /// Fully qualified domain names.
+    pub const FQDN: &str = "FQDN";
+    /// All of them, in the order Kubernetes lists them in errors.
+    pub const ALL: [&str; 3] = [FQDN, IPV4, IPV6];
+}
 
 /// An EndpointSlice.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -93,6 +111,15 @@ pub struct ObjectReference {
     /// UID.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// API version of the referent; accepted and kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// Resource version of the referent; accepted and kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// A field inside the referent; accepted and kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_path: Option<String>,
 }
 
 /// Topology hints on an endpoint.
@@ -122,7 +149,7 @@ pub struct ForNode {
 }
 
 /// One entry of `ports`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EndpointPort {
     /// Matches the Service port's name.
@@ -153,5 +180,22 @@ impl EndpointConditions {
     /// `terminating`, reading "unknown" as false.
     pub fn is_terminating(&self) -> bool {
         self.terminating.unwrap_or(false)
+    }
+}
+
+impl EndpointSlice {
+    /// The Service this slice belongs to (its [`SERVICE_NAME_LABEL`]).
+    pub fn service_name(&self) -> Option<&str> {
+        self.metadata.labels.get(SERVICE_NAME_LABEL).map(String::as_str)
+    }
+
+    /// True when the EndpointSlice controller manages this slice.
+    pub fn is_managed_by_controller(&self) -> bool {
+        self.metadata.labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_CONTROLLER)
+    }
+
+    /// The IP family of an `IPv4` or `IPv6` slice; `None` for `FQDN`.
+    pub fn family(&self) -> Option<IpFamily> {
+        IpFamily::parse(&self.address_type)
     }
 }

@@ -2,8 +2,15 @@
 //!
 //! Decoding is strict, like `kubectl apply` with its default
 //! `--validate=strict`: an unknown field is an error that names it, and a
-//! value of the wrong type names the field it was found in.
+//! value of the wrong type names the field it was found in. The parts of a
+//! Pod or Node svcnet does not interpret (container images, probes, node
+//! capacity, ...) are the exception: they are kept as given, so that
+//! `kubectl get pod -o yaml` output applies unchanged; typos in the typed
+//! parts (the object's top level, `metadata`, a Service, an EndpointSlice)
+//! are still reported.
 
+use super::endpoint_slice::EndpointSlice;
+use super::pod::{Node, Pod};
 use super::service::Service;
 use super::service_cidr::ServiceCidr;
 use serde::de::DeserializeOwned;
@@ -18,6 +25,12 @@ pub enum Object {
     Service(Box<Service>),
     /// A `networking.k8s.io/v1/ServiceCIDR`.
     ServiceCidr(Box<ServiceCidr>),
+    /// A `v1/Pod`.
+    Pod(Box<Pod>),
+    /// A `v1/Node`.
+    Node(Box<Node>),
+    /// A `discovery.k8s.io/v1/EndpointSlice`.
+    EndpointSlice(Box<EndpointSlice>),
 }
 
 impl Object {
@@ -26,6 +39,33 @@ impl Object {
         match self {
             Object::Service(_) => "Service",
             Object::ServiceCidr(_) => "ServiceCIDR",
+            Object::Pod(_) => "Pod",
+            Object::Node(_) => "Node",
+            Object::EndpointSlice(_) => "EndpointSlice",
+        }
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Object::Service(o) => &o.metadata.name,
+            Object::ServiceCidr(o) => &o.metadata.name,
+            Object::Pod(o) => &o.metadata.name,
+            Object::Node(o) => &o.metadata.name,
+            Object::EndpointSlice(o) => &o.metadata.name,
+        }
+    }
+
+    /// The resource kubectl names the object by in `<resource>/<name>`:
+    /// the lower-case kind, with the API group for kinds outside the core
+    /// group (`endpointslice.discovery.k8s.io`).
+    pub fn kubectl_resource(&self) -> &'static str {
+        match self {
+            Object::Service(_) => "service",
+            Object::ServiceCidr(_) => "servicecidr.networking.k8s.io",
+            Object::Pod(_) => "pod",
+            Object::Node(_) => "node",
+            Object::EndpointSlice(_) => "endpointslice.discovery.k8s.io",
         }
     }
 }
@@ -92,6 +132,11 @@ pub fn decode_object(value: serde_json::Value) -> Result<Object, String> {
         ("v1", "Service") => strict::<Service>(value, &kind, &version).map(|s| Object::Service(Box::new(s))),
         ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "ServiceCIDR") => {
             strict::<ServiceCidr>(value, &kind, &version).map(|s| Object::ServiceCidr(Box::new(s)))
+        }
+        ("v1", "Pod") => strict::<Pod>(value, &kind, &version).map(|p| Object::Pod(Box::new(p))),
+        ("v1", "Node") => strict::<Node>(value, &kind, &version).map(|n| Object::Node(Box::new(n))),
+        ("discovery.k8s.io/v1", "EndpointSlice") => {
+            strict::<EndpointSlice>(value, &kind, &version).map(|e| Object::EndpointSlice(Box::new(e)))
         }
         _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
     }
@@ -188,5 +233,78 @@ mod tests {
         assert!(err.message.starts_with("Object 'Kind' is missing in"), "{err}");
         let err = parse_manifests("a: [1, 2\n").unwrap_err();
         assert!(err.message.starts_with("invalid YAML or JSON"), "{err}");
+    }
+
+    #[test]
+    fn kubectl_get_pod_output_applies_and_keeps_what_svcnet_does_not_read() {
+        let objs = parse_manifests(include_str!("testdata/kubectl-get-pod.yaml")).unwrap();
+        let Object::Pod(pod) = &objs[0] else {
+            panic!("not a pod: {objs:?}");
+        };
+        assert_eq!(pod.metadata.namespace, "shop");
+        assert_eq!(pod.spec.node_name.as_deref(), Some("worker-1"));
+        assert_eq!(pod.spec.containers[0].ports[0].name.as_deref(), Some("http"));
+        assert_eq!(pod.ips(), ["10.244.1.17"]);
+        assert!(pod.is_ready());
+        assert_eq!(pod.spec.extra["dnsPolicy"], "ClusterFirst");
+        assert_eq!(pod.spec.containers[0].extra["image"], "nginx:1.27");
+        assert_eq!(pod.status.extra["qosClass"], "Burstable");
+        let back = serde_json::to_value(&objs[0]).unwrap();
+        assert_eq!(back["spec"]["tolerations"][0]["tolerationSeconds"], 300);
+        assert_eq!(back["status"]["containerStatuses"][0]["ready"], true);
+    }
+
+    #[test]
+    fn kubectl_get_node_output_applies() {
+        let objs = parse_manifests(include_str!("testdata/kubectl-get-node.yaml")).unwrap();
+        let Object::Node(node) = &objs[0] else {
+            panic!("not a node: {objs:?}");
+        };
+        assert_eq!(node.zone(), Some("eu-west-1a"));
+        assert_eq!(node.ips(), ["192.168.0.21"]);
+        assert_eq!(objs[0].kubectl_resource(), "node");
+    }
+
+    #[test]
+    fn typos_in_the_typed_parts_of_a_pod_are_still_named() {
+        let err = |text: &str| parse_manifests(text).unwrap_err().message;
+        assert_eq!(
+            err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nsepc: {}\n"),
+            "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"sepc\""
+        );
+        assert_eq!(
+            err("apiVersion: v1\nkind: Pod\nmetadata: {name: a, lables: {app: x}}\n"),
+            "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"metadata.lables\""
+        );
+        assert_eq!(
+            err("apiVersion: v1\nkind: Node\nmetadata: {name: n, zone: a}\n"),
+            "Node in version \"v1\" cannot be handled as a Node: strict decoding error: unknown field \"metadata.zone\""
+        );
+        // Inside the parts kept as given, a missing or mistyped field the
+        // core does read is still an error.
+        let missing = err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nstatus: {podIPs: [{iP: 10.0.0.1}]}\n");
+        assert!(missing.contains("missing field `ip`"), "{missing}");
+        let mistyped = err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, ports: [{containerPort: http}]}]}\n");
+        assert!(
+            mistyped.starts_with("Pod in version \"v1\" cannot be handled as a Pod: "),
+            "{mistyped}"
+        );
+        // Services stay fully strict.
+        let svc = err("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {selektor: {app: a}}\n");
+        assert!(svc.ends_with("unknown field \"spec.selektor\""), "{svc}");
+    }
+
+    #[test]
+    fn endpoint_slices_decode_strictly() {
+        let text = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s}\naddressType: IPv4\nendpoints: [{addresses: [10.0.0.1], conditions: {ready: true, servng: true}}]\n";
+        assert_eq!(
+            parse_manifests(text).unwrap_err().message,
+            "EndpointSlice in version \"discovery.k8s.io/v1\" cannot be handled as a EndpointSlice: strict decoding error: unknown field \"endpoints[0].conditions.servng\""
+        );
+        let wrong_group = "apiVersion: v1\nkind: EndpointSlice\nmetadata: {name: s}\n";
+        assert_eq!(
+            parse_manifests(wrong_group).unwrap_err().message,
+            "no matches for kind \"EndpointSlice\" in version \"v1\""
+        );
     }
 }

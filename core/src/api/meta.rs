@@ -31,6 +31,9 @@ pub struct ObjectMeta {
     /// Set when the object is being deleted (RFC 3339 text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<String>,
+    /// Opaque; written beside `deletionTimestamp`; accepted and kept, unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_grace_period_seconds: Option<serde_json::Value>,
     /// Opaque fields written by the API server; accepted and kept, unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<serde_json::Value>,

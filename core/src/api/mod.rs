@@ -1,11 +1,12 @@
 //! Kubernetes-shaped objects, as `kubectl` users write them: Service,
-//! ServiceCIDR, Pod, Node, EndpointSlice.
+//! ServiceCIDR, Pod, Node, EndpointSlice, and the derived `v1/Endpoints`.
 //!
 //! The types serialise to the JSON/YAML Kubernetes uses (camelCase,
 //! `apiVersion`, `kind`, `metadata`, `spec`, `status`). [`manifest`] turns
 //! YAML or JSON text, one or many documents, into [`Object`]s.
 
 pub mod endpoint_slice;
+pub mod endpoints;
 pub mod manifest;
 pub mod meta;
 pub mod pod;
@@ -13,6 +14,7 @@ pub mod service;
 pub mod service_cidr;
 
 pub use endpoint_slice::EndpointSlice;
+pub use endpoints::Endpoints;
 pub use manifest::{parse_manifests, Object};
 pub use meta::ObjectMeta;
 pub use pod::{Node, Pod};

@@ -4,8 +4,13 @@
 //! primary service CIDR, and exposes `https` 443/TCP to the apiservers'
 //! secure port. Its endpoints are not pods: each apiserver renews a lease on
 //! its advertise address (TTL 15 s); the endpoints are the live lease
-//! holders, and an empty list is never written (the last one stays).
+//! holders, and an empty list is never written (the last one stays). They
+//! are published as the EndpointSlice `default/kubernetes`
+//! ([`kubernetes_endpoint_slice`]).
 
+use crate::api::endpoint_slice::{
+    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL, SKIP_MIRROR_LABEL,
+};
 use crate::api::meta::ObjectMeta;
 use crate::api::service::{IntOrString, Service, ServicePort, ServiceSpec};
 use crate::family::IpFamily;
@@ -54,6 +59,67 @@ pub fn kubernetes_service(ip: IpAddr, target_port: u16) -> Service {
             ..Default::default()
         },
         status: Default::default(),
+    }
+}
+
+/// The EndpointSlice `default/kubernetes` for `service` (the `kubernetes`
+/// Service) and the apiserver `endpoints`: one ready endpoint per apiserver
+/// address of the Service's family, port `https` on the apiservers' secure
+/// port (the Service's `targetPort`), labels `kubernetes.io/service-name`
+/// and `endpointslice.kubernetes.io/skip-mirror: "true"`.
+pub fn kubernetes_endpoint_slice(service: &Service, endpoints: &[SocketAddr]) -> EndpointSlice {
+    let family = service
+        .spec
+        .cluster_ip
+        .parse::<IpAddr>()
+        .map(IpFamily::of)
+        .unwrap_or(IpFamily::IPv4);
+    let mut addresses: Vec<IpAddr> = endpoints
+        .iter()
+        .map(SocketAddr::ip)
+        .filter(|ip| IpFamily::of(*ip) == family)
+        .collect();
+    addresses.dedup();
+    let port = service
+        .spec
+        .ports
+        .first()
+        .and_then(|p| match &p.target_port {
+            Some(IntOrString::Int(n)) => Some(*n),
+            _ => None,
+        })
+        .unwrap_or(i64::from(DEFAULT_SECURE_PORT));
+    let labels = BTreeMap::from([
+        (SERVICE_NAME_LABEL.to_string(), "kubernetes".to_string()),
+        (SKIP_MIRROR_LABEL.to_string(), "true".to_string()),
+    ]);
+    EndpointSlice {
+        api_version: "discovery.k8s.io/v1".into(),
+        kind: "EndpointSlice".into(),
+        metadata: ObjectMeta {
+            name: "kubernetes".into(),
+            namespace: "default".into(),
+            labels,
+            ..Default::default()
+        },
+        address_type: family.as_str().into(),
+        endpoints: addresses
+            .into_iter()
+            .map(|ip| Endpoint {
+                addresses: vec![ip.to_string()],
+                conditions: EndpointConditions {
+                    ready: Some(true),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .collect(),
+        ports: vec![EndpointPort {
+            name: Some("https".into()),
+            protocol: Some("TCP".into()),
+            port: Some(port),
+            app_protocol: None,
+        }],
     }
 }
 
@@ -128,6 +194,29 @@ mod tests {
         assert_eq!(l.endpoints(), &[addr("192.168.0.11:6443")], "last list is kept");
         l.heartbeat(addr("192.168.0.12:6443"), Time::from_secs(61));
         assert_eq!(l.endpoints(), &[addr("192.168.0.12:6443")]);
+    }
+
+    #[test]
+    fn endpoint_slice_from_leases() {
+        let svc = kubernetes_service("10.96.0.1".parse().unwrap(), 8443);
+        let slice = kubernetes_endpoint_slice(
+            &svc,
+            &[
+                addr("192.168.0.10:8443"),
+                addr("[fd00::12]:8443"),
+                addr("192.168.0.11:8443"),
+            ],
+        );
+        assert_eq!(slice.metadata.name, "kubernetes");
+        assert_eq!(slice.address_type, "IPv4");
+        assert_eq!(
+            slice.metadata.labels.get(SKIP_MIRROR_LABEL).map(String::as_str),
+            Some("true")
+        );
+        let ips: Vec<&str> = slice.endpoints.iter().map(|e| e.addresses[0].as_str()).collect();
+        assert_eq!(ips, ["192.168.0.10", "192.168.0.11"]);
+        assert_eq!(slice.ports[0].port, Some(8443));
+        assert_eq!(slice.ports[0].name.as_deref(), Some("https"));
     }
 
     #[test]

@@ -34,18 +34,15 @@ pub struct Applied {
 }
 
 impl Applied {
-    /// kubectl's line for it: `service/web created`.
+    /// kubectl's line for it: `service/web created`,
+    /// `endpointslice.discovery.k8s.io/web-abcde configured`.
     pub fn kubectl_line(&self) -> String {
         let verb = match self.action {
             ApplyAction::Created => "created",
             ApplyAction::Configured => "configured",
             ApplyAction::Unchanged => "unchanged",
         };
-        let name = match &self.object {
-            Object::Service(s) => &s.metadata.name,
-            Object::ServiceCidr(c) => &c.metadata.name,
-        };
-        format!("{}/{} {verb}", self.object.kind().to_ascii_lowercase(), name)
+        format!("{}/{} {verb}", self.object.kubectl_resource(), self.object.name())
     }
 }
 
@@ -78,11 +75,14 @@ impl ControlPlane {
                 })
             }
             Object::ServiceCidr(cidr) => self.apply_service_cidr(*cidr),
+            Object::Pod(pod) => self.apply_pod(*pod),
+            Object::Node(node) => self.apply_node(*node),
+            Object::EndpointSlice(slice) => self.apply_endpoint_slice(*slice),
         }
     }
 
-    /// Deletes an object by kind (`Service`/`svc`/`services`, `ServiceCIDR`),
-    /// namespace and name.
+    /// Deletes an object by kind (`Service`/`svc`/`services`, `ServiceCIDR`,
+    /// `Pod`/`po`, `Node`/`no`, `EndpointSlice`), namespace and name.
     pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<Object, ApiError> {
         let namespace = if namespace.is_empty() { "default" } else { namespace };
         match kind.to_ascii_lowercase().as_str() {
@@ -90,6 +90,11 @@ impl ControlPlane {
                 .delete_service(namespace, name)
                 .map(|s| Object::Service(Box::new(s))),
             "servicecidr" | "servicecidrs" => self.delete_service_cidr(name).map(|c| Object::ServiceCidr(Box::new(c))),
+            "pod" | "pods" | "po" => self.delete_pod(namespace, name).map(|p| Object::Pod(Box::new(p))),
+            "node" | "nodes" | "no" => self.delete_node(name).map(|n| Object::Node(Box::new(n))),
+            "endpointslice" | "endpointslices" => self
+                .delete_endpoint_slice(namespace, name)
+                .map(|e| Object::EndpointSlice(Box::new(e))),
             other => Err(ApiError::BadRequest(format!(
                 "the server doesn't have a resource type {other:?}"
             ))),

@@ -30,6 +30,9 @@ pub struct ClusterConfig {
     pub dns_ttl: u32,
     /// Apiserver advertise addresses (`ip:port`) that hold a lease from time 0.
     pub apiservers: Vec<String>,
+    /// kube-controller-manager's `--max-endpoints-per-slice`: at most this
+    /// many endpoints in one EndpointSlice. Default 100, at most 1000.
+    pub max_endpoints_per_slice: u32,
 }
 
 impl Default for ClusterConfig {
@@ -43,9 +46,16 @@ impl Default for ClusterConfig {
             cluster_domain: "cluster.local".into(),
             dns_ttl: 5,
             apiservers: Vec::new(),
+            max_endpoints_per_slice: DEFAULT_MAX_ENDPOINTS_PER_SLICE,
         }
     }
 }
+
+/// The default of `--max-endpoints-per-slice`.
+pub const DEFAULT_MAX_ENDPOINTS_PER_SLICE: u32 = 100;
+
+/// The largest `--max-endpoints-per-slice` Kubernetes accepts.
+pub const MAX_MAX_ENDPOINTS_PER_SLICE: u32 = 1000;
 
 /// A configuration problem, naming the setting and the bad value.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -83,6 +93,9 @@ pub enum ConfigError {
     /// The DNS zone is not a valid domain.
     #[error("clusterDomain {0:?}: must be a DNS domain such as cluster.local")]
     ClusterDomain(String),
+    /// `maxEndpointsPerSlice` is outside 1..=1000.
+    #[error("maxEndpointsPerSlice {0}: must be between 1 and 1000, inclusive (kube-controller-manager --max-endpoints-per-slice)")]
+    MaxEndpointsPerSlice(u32),
 }
 
 /// A configuration that passed validation, with its values parsed.
@@ -100,6 +113,8 @@ pub struct ValidatedConfig {
     pub apiservers: Vec<SocketAddr>,
     /// DNS zone and TTL.
     pub dns: DnsConfig,
+    /// At most this many endpoints per EndpointSlice (1..=1000).
+    pub max_endpoints_per_slice: usize,
 }
 
 impl ClusterConfig {
@@ -146,6 +161,9 @@ impl ClusterConfig {
             zone: zone.to_ascii_lowercase(),
             ttl: self.dns_ttl,
         };
+        if !(1..=MAX_MAX_ENDPOINTS_PER_SLICE).contains(&self.max_endpoints_per_slice) {
+            return Err(ConfigError::MaxEndpointsPerSlice(self.max_endpoints_per_slice));
+        }
         Ok(ValidatedConfig {
             raw: self.clone(),
             service_cidrs,
@@ -153,6 +171,33 @@ impl ClusterConfig {
             constraints,
             apiservers,
             dns,
+            // At most 1000 (checked above), so it fits any usize.
+            max_endpoints_per_slice: self.max_endpoints_per_slice as usize,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_endpoints_per_slice_is_1_to_1000() {
+        let with = |n: u32| ClusterConfig {
+            max_endpoints_per_slice: n,
+            ..ClusterConfig::default()
+        };
+        assert_eq!(
+            ClusterConfig::default().validate().unwrap().max_endpoints_per_slice,
+            100
+        );
+        assert_eq!(with(1).validate().unwrap().max_endpoints_per_slice, 1);
+        assert_eq!(with(1000).validate().unwrap().max_endpoints_per_slice, 1000);
+        for bad in [0, 1001] {
+            assert_eq!(
+                with(bad).validate().unwrap_err().to_string(),
+                format!("maxEndpointsPerSlice {bad}: must be between 1 and 1000, inclusive (kube-controller-manager --max-endpoints-per-slice)")
+            );
+        }
     }
 }

@@ -1,17 +1,23 @@
 //! The control plane: the state that takes Kubernetes objects and runs
 //! what kube-apiserver runs on them.
 //!
-//! [`ControlPlane`] owns the Services, the extra ServiceCIDRs, the ClusterIP
-//! and NodePort allocators, the allocation generator, the apiserver leases
-//! and the repair loop's leak counters. It is plain data: every operation is
-//! a method call with its inputs (time included), and the whole state
-//! round-trips through [`ControlPlane::snapshot`] and
-//! [`ControlPlane::restore`].
+//! [`ControlPlane`] owns the Services, the extra ServiceCIDRs, the Pods,
+//! Nodes and EndpointSlices, the ClusterIP and NodePort allocators, the
+//! allocation generator, the apiserver leases and the repair loop's leak
+//! counters. It runs the EndpointSlice controller
+//! ([`crate::controllers::endpointslice`]) whenever Services, Pods, Nodes,
+//! EndpointSlices or leases change, so its slices are always current. It
+//! is plain data: every operation is a method call with its inputs (time
+//! included), and the whole state round-trips through
+//! [`ControlPlane::snapshot`] and [`ControlPlane::restore`].
 
 pub mod apply;
 pub mod config;
 pub mod error;
+pub mod objects;
+pub mod proxy;
 pub mod services;
+pub mod slices;
 pub mod snapshot;
 
 pub use apply::{Applied, ApplyAction};
@@ -19,7 +25,7 @@ pub use config::{ClusterConfig, ConfigError, ValidatedConfig};
 pub use error::ApiError;
 pub use snapshot::Snapshot;
 
-use crate::api::{Service, ServiceCidr};
+use crate::api::{EndpointSlice, Node, ObjectMeta, Pod, Service, ServiceCidr};
 use crate::apiserver::cluster_ip::ClusterIpAllocator;
 use crate::apiserver::kubernetes_service::{kubernetes_service, ApiserverLeases};
 use crate::apiserver::node_port::NodePortAllocator;
@@ -40,6 +46,9 @@ pub struct ControlPlane {
     config: ValidatedConfig,
     services: BTreeMap<ObjectKey, Service>,
     service_cidrs: BTreeMap<String, ServiceCidr>,
+    pods: BTreeMap<ObjectKey, Pod>,
+    nodes: BTreeMap<String, Node>,
+    endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
     cluster_ips: ClusterIpAllocator,
     node_ports: NodePortAllocator,
     rng: Rng,
@@ -47,6 +56,8 @@ pub struct ControlPlane {
     leaks: LeakTracker,
     now: Time,
     next_uid: u64,
+    /// Counter behind generated EndpointSlice names.
+    next_slice_name: u64,
 }
 
 impl ControlPlane {
@@ -63,17 +74,22 @@ impl ControlPlane {
             config,
             services: BTreeMap::new(),
             service_cidrs: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            endpoint_slices: BTreeMap::new(),
             cluster_ips,
             node_ports,
             leases: ApiserverLeases::default(),
             leaks: LeakTracker::default(),
             now: Time::ZERO,
             next_uid: 1,
+            next_slice_name: 0,
         };
         for addr in cp.config.apiservers.clone() {
             cp.leases.heartbeat(addr, Time::ZERO);
         }
         cp.ensure_kubernetes_service();
+        cp.sync_kubernetes_slice();
         Ok(cp)
     }
 
@@ -134,10 +150,12 @@ impl ControlPlane {
     }
 
     /// Moves time forward to `now` (never backwards) and lets time-driven
-    /// state catch up: expired apiserver leases are dropped.
+    /// state catch up: expired apiserver leases are dropped (and the
+    /// `kubernetes` EndpointSlice follows).
     pub fn advance_to(&mut self, now: Time) {
         self.now = self.now.max(now);
         self.leases.reconcile(self.now);
+        self.sync_kubernetes_slice();
     }
 
     /// Records an apiserver lease heartbeat at `now`.
@@ -145,6 +163,7 @@ impl ControlPlane {
         self.advance_to(now);
         self.leases.heartbeat(addr, self.now);
         self.refresh_kubernetes_target_port();
+        self.sync_kubernetes_slice();
     }
 
     /// The apiserver leases and the `kubernetes` endpoints derived from them.
@@ -152,10 +171,17 @@ impl ControlPlane {
         &self.leases
     }
 
-    /// DNS records of every Service, per the Kubernetes DNS specification.
+    /// DNS records of every Service, per the Kubernetes DNS specification,
+    /// headless Services' records from their EndpointSlices included.
     pub fn dns_records(&self) -> Vec<DnsRecord> {
         let services: Vec<Service> = self.services.values().cloned().collect();
-        dns::service_records(&services, &self.config.dns)
+        let slices: Vec<EndpointSlice> = self
+            .endpoint_slices
+            .values()
+            .filter(|s| s.service_name().is_some())
+            .cloned()
+            .collect();
+        dns::cluster_records(&services, &slices, &self.config.dns)
     }
 
     /// The DNS records as zone-file text.
@@ -174,8 +200,9 @@ impl ControlPlane {
         // is the state we want.
         let _ = self.cluster_ips.allocate(ip);
         let mut svc = kubernetes_service(ip, self.leases.target_port());
-        self.stamp(&mut svc);
+        self.stamp(&mut svc.metadata);
         self.services.insert(key, svc);
+        self.sync_kubernetes_slice();
     }
 
     fn refresh_kubernetes_target_port(&mut self) {
@@ -190,20 +217,20 @@ impl ControlPlane {
             Some(p) if p.target_port != port => p.target_port = port,
             _ => return,
         }
-        self.bump(&mut svc);
+        self.bump(&mut svc.metadata);
         self.services.insert(key, svc);
     }
 
     /// Gives a new object its uid and resourceVersion.
-    fn stamp(&mut self, svc: &mut Service) {
-        svc.metadata.uid = format!("00000000-0000-4000-8000-{:012x}", self.next_uid);
-        svc.metadata.resource_version = self.next_uid.to_string();
+    fn stamp(&mut self, meta: &mut ObjectMeta) {
+        meta.uid = format!("00000000-0000-4000-8000-{:012x}", self.next_uid);
+        meta.resource_version = self.next_uid.to_string();
         self.next_uid += 1;
     }
 
     /// Bumps the resourceVersion of an updated object.
-    fn bump(&mut self, svc: &mut Service) {
-        svc.metadata.resource_version = self.next_uid.to_string();
+    fn bump(&mut self, meta: &mut ObjectMeta) {
+        meta.resource_version = self.next_uid.to_string();
         self.next_uid += 1;
     }
 }

@@ -28,18 +28,22 @@ impl ControlPlane {
     /// Creates a Service, or updates it when one with that namespace and
     /// name exists (apply semantics: fields left out keep their values).
     /// Returns the stored object with every default and allocation filled in.
+    /// Its EndpointSlices follow.
     pub fn apply_service(&mut self, svc: Service) -> Result<Service, ApiError> {
         let key = (
             svc.metadata.namespace_or_default().to_string(),
             svc.metadata.name.clone(),
         );
-        match self.services.get(&key).cloned() {
-            Some(old) => self.update_service(key, svc, old),
-            None => self.create_service(key, svc),
-        }
+        let stored = match self.services.get(&key).cloned() {
+            Some(old) => self.update_service(key.clone(), svc, old),
+            None => self.create_service(key.clone(), svc),
+        }?;
+        self.sync_service_slices(&key.0, &key.1);
+        Ok(stored)
     }
 
-    /// Deletes a Service and frees its ClusterIPs and NodePorts. Deleting
+    /// Deletes a Service and frees its ClusterIPs and NodePorts; the
+    /// EndpointSlices the controller made for it go too. Deleting
     /// `default/kubernetes` recreates it at once with the same address.
     pub fn delete_service(&mut self, namespace: &str, name: &str) -> Result<Service, ApiError> {
         let key = (namespace.to_string(), name.to_string());
@@ -49,9 +53,11 @@ impl ControlPlane {
         })?;
         if is_kubernetes_service(namespace, name) {
             self.ensure_kubernetes_service();
+            self.sync_kubernetes_slice();
             return Ok(old);
         }
         self.release_service(&old);
+        self.sync_service_slices(namespace, name);
         Ok(old)
     }
 
@@ -74,7 +80,7 @@ impl ControlPlane {
             self.give_back(taken);
             return Err(e);
         }
-        self.stamp(&mut svc);
+        self.stamp(&mut svc.metadata);
         self.services.insert(key, svc.clone());
         Ok(svc)
     }
@@ -112,7 +118,7 @@ impl ControlPlane {
         svc.metadata.uid = old.metadata.uid.clone();
         svc.metadata.resource_version = old.metadata.resource_version.clone();
         if svc != old {
-            self.bump(&mut svc);
+            self.bump(&mut svc.metadata);
         }
         self.services.insert(key, svc.clone());
         Ok(svc)

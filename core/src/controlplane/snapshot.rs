@@ -7,7 +7,7 @@
 //! the current range".
 
 use super::{ClusterConfig, ConfigError, ControlPlane};
-use crate::api::{Service, ServiceCidr};
+use crate::api::{EndpointSlice, Node, Pod, Service, ServiceCidr};
 use crate::apiserver::cluster_ip::{ClusterIpAllocator, ClusterIpSnapshot};
 use crate::apiserver::kubernetes_service::ApiserverLeases;
 use crate::apiserver::node_port::{NodePortAllocator, NodePortSnapshot};
@@ -29,6 +29,15 @@ pub struct Snapshot {
     /// ServiceCIDR objects beyond the configured range.
     #[serde(default)]
     pub service_cidrs: Vec<ServiceCidr>,
+    /// Every Pod.
+    #[serde(default)]
+    pub pods: Vec<Pod>,
+    /// Every Node.
+    #[serde(default)]
+    pub nodes: Vec<Node>,
+    /// Every EndpointSlice: the controller's, `kubernetes`, the users'.
+    #[serde(default)]
+    pub endpoint_slices: Vec<EndpointSlice>,
     /// The ClusterIP allocation state.
     #[serde(rename = "clusterIPs")]
     pub cluster_ips: ClusterIpSnapshot,
@@ -48,6 +57,9 @@ pub struct Snapshot {
     /// The next object uid / resourceVersion.
     #[serde(default = "one")]
     pub next_uid: u64,
+    /// The counter behind generated EndpointSlice names.
+    #[serde(default)]
+    pub next_slice_name: u64,
 }
 
 fn one() -> u64 {
@@ -72,6 +84,9 @@ impl ControlPlane {
             config: self.config.raw.clone(),
             services: self.services.values().cloned().collect(),
             service_cidrs: self.service_cidrs.values().cloned().collect(),
+            pods: self.pods.values().cloned().collect(),
+            nodes: self.nodes.values().cloned().collect(),
+            endpoint_slices: self.endpoint_slices.values().cloned().collect(),
             cluster_ips: self.cluster_ips.snapshot(),
             node_ports: self.node_ports.snapshot(),
             rng: self.rng.clone(),
@@ -79,6 +94,7 @@ impl ControlPlane {
             leaks: self.leaks.clone(),
             now: self.now,
             next_uid: self.next_uid,
+            next_slice_name: self.next_slice_name,
         }
     }
 
@@ -91,6 +107,9 @@ impl ControlPlane {
 
     /// Rebuilds a control plane from a snapshot under `config` (as the
     /// agent does when restarted with its flags). The ranges must match.
+    /// The EndpointSlice controller then runs over the restored objects, so
+    /// a snapshot written before slices existed gets them; a current one
+    /// comes back unchanged.
     pub fn restore_with_config(config: ClusterConfig, snapshot: Snapshot) -> Result<ControlPlane, RestoreError> {
         let mut cp = ControlPlane::new(config)?;
         let mut cidrs = cp.config.service_cidrs.clone();
@@ -121,12 +140,30 @@ impl ControlPlane {
             .into_iter()
             .map(|c| (c.metadata.name.clone(), c))
             .collect();
+        let namespaced = |namespace: &str, name: &str| (namespace.to_string(), name.to_string());
+        cp.pods = snapshot
+            .pods
+            .into_iter()
+            .map(|p| (namespaced(p.metadata.namespace_or_default(), &p.metadata.name), p))
+            .collect();
+        cp.nodes = snapshot
+            .nodes
+            .into_iter()
+            .map(|n| (n.metadata.name.clone(), n))
+            .collect();
+        cp.endpoint_slices = snapshot
+            .endpoint_slices
+            .into_iter()
+            .map(|s| (namespaced(s.metadata.namespace_or_default(), &s.metadata.name), s))
+            .collect();
         cp.rng = snapshot.rng;
         cp.leases = snapshot.leases;
         cp.leaks = snapshot.leaks;
         cp.now = snapshot.now;
         cp.next_uid = snapshot.next_uid;
+        cp.next_slice_name = snapshot.next_slice_name;
         cp.ensure_kubernetes_service();
+        cp.sync_all_slices();
         Ok(cp)
     }
 

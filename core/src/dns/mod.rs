@@ -10,19 +10,21 @@
 //! - ExternalName Services: `CNAME <externalName>.`
 //! - Always: `dns-version.<zone>. IN TXT "1.1.0"`.
 //!
-//! Headless Services (`clusterIP: None`) get their records from ready
-//! endpoints (one `A`/`AAAA` per endpoint at the service name, plus
-//! `<hostname>.<svc>.<ns>.svc.<zone>.`, and SRV records targeting the
-//! hostnames). That needs EndpointSlices, which this module does not see
-//! yet, so [`service_records`] produces nothing for them; per-endpoint
-//! records will come from a separate function taking the slices, whose
-//! output merges with this one through [`sort_records`].
+//! Headless Services (`clusterIP: None`) get their records from the ready
+//! endpoints of their EndpointSlices ([`headless`]): one `A`/`AAAA` per
+//! endpoint at the service name, `<hostname>.<svc>.<ns>.svc.<zone>.`, SRV
+//! records targeting those names and PTR records back to them. No ready
+//! endpoint, no record (NXDOMAIN). [`service_records`] covers what needs no
+//! endpoints; [`cluster_records`] is the whole zone, both merged through
+//! [`sort_records`].
 //!
 //! DNS names compare case-insensitively, so every name is lowercased and
 //! written absolute (with the trailing dot).
 
+pub mod headless;
+
 use crate::api::service::types;
-use crate::api::Service;
+use crate::api::{EndpointSlice, Service};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -183,7 +185,8 @@ impl fmt::Display for DnsRecord {
 ///   `0 100 <port> <svc>.<ns>.svc.<zone>.` per named port (unnamed ports get
 ///   none), `PTR` per address.
 /// - ExternalName: `CNAME` to `spec.externalName`, made absolute.
-/// - Headless: nothing yet (see the module documentation).
+/// - Headless: nothing here; their records need endpoints (see
+///   [`cluster_records`]).
 ///
 /// Values admission would have rejected (an address that does not parse, a
 /// port outside 0-65535, an unknown type) produce no record rather than an
@@ -215,6 +218,25 @@ pub fn service_records(services: &[Service], config: &DnsConfig) -> Vec<DnsRecor
             }
             _ => {}
         }
+    }
+    sort_records(&mut records);
+    records
+}
+
+/// The whole cluster zone: [`service_records`] for `services`, plus the
+/// [`headless::headless_records`] of every headless Service from the
+/// `slices` labelled with its name in its namespace. Sorted, without
+/// duplicates.
+pub fn cluster_records(services: &[Service], slices: &[EndpointSlice], config: &DnsConfig) -> Vec<DnsRecord> {
+    let mut records = service_records(services, config);
+    for service in services.iter().filter(|s| s.is_headless()) {
+        let namespace = service.metadata.namespace_or_default();
+        let own: Vec<&EndpointSlice> = slices
+            .iter()
+            .filter(|s| s.metadata.namespace_or_default() == namespace)
+            .filter(|s| s.service_name() == Some(service.metadata.name.as_str()))
+            .collect();
+        records.extend(headless::headless_records(service, &own, config));
     }
     sort_records(&mut records);
     records
@@ -499,7 +521,7 @@ mod tests {
     }
 
     #[test]
-    fn headless_and_unknown_services_produce_nothing_yet() {
+    fn headless_and_unknown_services_produce_nothing_without_endpoints() {
         let mut headless = service("db", "default", "ClusterIP", &["None"], &[("pg", "TCP", 5432)]);
         headless.spec.cluster_ip = "None".to_string();
         let mut missing_name = service("alias", "default", "ExternalName", &[], &[]);

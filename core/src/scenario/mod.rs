@@ -19,12 +19,18 @@
 //! - `{$len: n}`: a list of n items;
 //! - `{$contains: "text"}`: a string containing the text.
 
+use crate::api::pod::ContainerPort;
 use crate::controlplane::snapshot::Snapshot;
 use crate::controlplane::{ClusterConfig, ControlPlane};
+use crate::proxy::scenario::{ProxySim, ProxyStep};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+
+mod pods;
+mod views;
 
 /// One vector file.
 #[derive(Clone, Debug, Deserialize)]
@@ -70,7 +76,9 @@ pub enum Action {
     Apply(String),
     /// `kubectl delete`; output: the deleted object.
     Delete(ObjectRef),
-    /// `kubectl get`; output: the object, or the list when no name is given.
+    /// `kubectl get` (Service, ServiceCIDR, Pod, Node, EndpointSlice;
+    /// `endpoints` gives the `kubernetes` apiserver addresses); output: the
+    /// object, or the list when no name is given.
     Get(ObjectRef),
     /// Creates `count` ClusterIP Services `<prefix>-<i>` with port 80;
     /// output: their ClusterIPs. Stops at the first error.
@@ -91,6 +99,26 @@ pub enum Action {
     Dns(Empty),
     /// Output: ClusterIP and NodePort range usage.
     Usage(Empty),
+    /// Creates `count` Pods `<prefix>-<i>`; output: their first IPs. Stops
+    /// at the first error.
+    CreatePods(CreatePods),
+    /// The EndpointSlices of a Service, of a namespace, or of the cluster;
+    /// output: the slices (sorted by namespace and name), or the
+    /// `kubectl get endpointslices` table.
+    EndpointSlices(SliceQuery),
+    /// The legacy `v1/Endpoints` view of one Service, of a namespace, or of
+    /// the cluster; output: the object(s), or the `kubectl get endpoints`
+    /// table.
+    Endpoints(EndpointsQuery),
+    /// The Service environment variables of a Pod; output: a map from name
+    /// to value.
+    Env(PodRef),
+    // --- proxy (kube-proxy IPVS mode on one simulated node), see crate::proxy::scenario ---
+    /// The node's desired IPVS table; output: `save`, `list`, `table`, `warnings`.
+    IpvsTable(Box<ProxyStep>),
+    /// Plans from the simulated kernel table to the desired one and applies
+    /// the plan; output: `operations`, `draining`, `claimed`, `save`, `list`, `table`, `warnings`.
+    Plan(Box<ProxyStep>),
 }
 
 /// Names an object.
@@ -115,6 +143,82 @@ pub struct CreateServices {
     pub count: usize,
     /// Name prefix.
     pub prefix: String,
+}
+
+/// See [`Action::CreatePods`]. Pod `i` (from 0) gets, from each CIDR of
+/// `podCidrs`, the address at offset `firstOffset + i`, runs on
+/// `nodes[i % nodes.len()]` (if any), and is Running and Ready unless
+/// `ready: false`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreatePods {
+    /// How many.
+    pub count: usize,
+    /// Name prefix.
+    pub prefix: String,
+    /// Namespace (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Labels of every Pod.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Nodes to spread the Pods over, round-robin.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// One CIDR per family the Pods get an address from; default
+    /// `[10.244.0.0/16]`.
+    #[serde(default)]
+    pub pod_cidrs: Vec<String>,
+    /// Offset of the first Pod's address in each CIDR (default 1).
+    #[serde(default)]
+    pub first_offset: Option<u64>,
+    /// Whether the Pods are Ready (default true).
+    #[serde(default)]
+    pub ready: Option<bool>,
+    /// Container ports of the Pods' single container.
+    #[serde(default)]
+    pub container_ports: Vec<ContainerPort>,
+}
+
+/// See [`Action::EndpointSlices`].
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SliceQuery {
+    /// Namespace; without it (and without `service`), every namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Only the slices of this Service (namespace default `default`).
+    #[serde(default)]
+    pub service: Option<String>,
+    /// Output the kubectl table instead of the objects.
+    #[serde(default)]
+    pub table: bool,
+}
+
+/// See [`Action::Endpoints`].
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EndpointsQuery {
+    /// Namespace; without it (and without `name`), every namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The Service's name (namespace default `default`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Output the kubectl table instead of the object(s).
+    #[serde(default)]
+    pub table: bool,
+}
+
+/// Names a Pod.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodRef {
+    /// Namespace (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
 }
 
 /// See [`Action::Heartbeat`].
@@ -240,8 +344,9 @@ pub fn run_vector(vector: &Vector) -> VectorReport {
         }
     };
     let mut kept: Option<Snapshot> = None;
+    let mut proxy = ProxySim::new();
     for (i, step) in vector.steps.iter().enumerate() {
-        let (name, result) = perform(&mut cp, &mut kept, &step.action);
+        let (name, result) = perform(&mut cp, &mut kept, &mut proxy, &step.action);
         let (output, error) = match result {
             Ok(v) => (Some(v), None),
             Err((partial, e)) => (partial, Some(e)),
@@ -288,7 +393,12 @@ fn endpoints(cp: &ControlPlane) -> Value {
     )
 }
 
-fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) -> (&'static str, StepResult) {
+fn perform(
+    cp: &mut ControlPlane,
+    kept: &mut Option<Snapshot>,
+    proxy: &mut ProxySim,
+    action: &Action,
+) -> (&'static str, StepResult) {
     match action {
         Action::Start(config) => {
             let res = match ControlPlane::new((**config).clone()) {
@@ -342,6 +452,12 @@ fn perform(cp: &mut ControlPlane, kept: &mut Option<Snapshot>, action: &Action) 
             });
             ("usage", Ok(usage))
         }
+        Action::CreatePods(c) => ("createPods", pods::create_pods(cp, c)),
+        Action::EndpointSlices(q) => ("endpointSlices", Ok(views::endpoint_slices(cp, q))),
+        Action::Endpoints(q) => ("endpoints", views::endpoints(cp, q)),
+        Action::Env(r) => ("env", views::env(cp, r)),
+        Action::IpvsTable(p) => ("ipvsTable", proxy.table(cp, p).map_err(|e| (None, e))),
+        Action::Plan(p) => ("plan", proxy.plan(cp, p).map_err(|e| (None, e))),
     }
 }
 
@@ -376,6 +492,29 @@ fn get(cp: &ControlPlane, r: &ObjectRef) -> StepResult {
         )),
         ("servicecidr" | "servicecidrs", _) => Ok(to_value(&cp.service_cidrs().collect::<Vec<_>>())),
         ("endpoints", _) => Ok(endpoints(cp)),
+        ("pod" | "pods" | "po", Some(name)) => cp
+            .pod(ns, name)
+            .map(to_value)
+            .ok_or_else(|| (None, format!("pods {name:?} not found"))),
+        ("pod" | "pods" | "po", None) => Ok(to_value(
+            &cp.pods()
+                .filter(|p| p.metadata.namespace_or_default() == ns)
+                .collect::<Vec<_>>(),
+        )),
+        ("node" | "nodes" | "no", Some(name)) => cp
+            .node(name)
+            .map(to_value)
+            .ok_or_else(|| (None, format!("nodes {name:?} not found"))),
+        ("node" | "nodes" | "no", None) => Ok(to_value(&cp.nodes().collect::<Vec<_>>())),
+        ("endpointslice" | "endpointslices", Some(name)) => cp
+            .endpoint_slice(ns, name)
+            .map(to_value)
+            .ok_or_else(|| (None, format!("endpointslices.discovery.k8s.io {name:?} not found"))),
+        ("endpointslice" | "endpointslices", None) => Ok(to_value(
+            &cp.endpoint_slices()
+                .filter(|s| s.metadata.namespace_or_default() == ns)
+                .collect::<Vec<_>>(),
+        )),
         (other, _) => Err((None, format!("the server doesn't have a resource type {other:?}"))),
     }
 }

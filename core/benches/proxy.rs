@@ -1,0 +1,417 @@
+//! Proxy benchmarks at 10,000 Services × 10 endpoints (100,000 real
+//! servers) on one node.
+//!
+//! Scenarios:
+//! - building the desired table from all Services and EndpointSlices;
+//! - the plan from an empty kernel (every address, virtual and real server);
+//! - the full plan when nothing changed (a complete diff of two tables);
+//! - one endpoint changes, three ways: a full rebuild of the desired table
+//!   plus a full diff (what a naive proxy does), a full diff alone, and the
+//!   incremental path (recompute the one Service's fragment in the
+//!   `DesiredIndex`, then `plan_changes` over what it reports, then apply);
+//! - rendering the whole table as `ipvsadm-save -n` text.
+//!
+//! Criterion measures every scenario. Then, in the same run, each is timed
+//! again with `std::time::Instant` and the figures are written to
+//! `benchmarks/proxy.json` and `benchmarks/proxy.md` (committed, quoted by
+//! the README). Run with `cargo bench --bench proxy`; under `cargo test`
+//! (no `--bench` argument) criterion only smoke-tests and no figures are
+//! written.
+
+use criterion::{BatchSize, Criterion, SamplingMode};
+use std::hint::black_box;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use svcnet_core::api::endpoint_slice::{Endpoint, EndpointPort, SERVICE_NAME_LABEL};
+use svcnet_core::api::service::ServicePort;
+use svcnet_core::api::{EndpointSlice, Service};
+use svcnet_core::proxy::{
+    apply_plan, desired_table, ipvsadm_save, plan, plan_changes, DesiredIndex, IpvsTable, NodeInfo, PlanContext,
+    PlanState, ProxyConfig,
+};
+use svcnet_core::time::Time;
+
+const SERVICES: u32 = 10_000;
+const ENDPOINTS: u32 = 10;
+/// The Service whose endpoint changes.
+const CHANGED: u32 = 4_321;
+
+fn service(i: u32) -> Service {
+    let mut svc = Service::default();
+    svc.metadata.name = format!("svc-{i}");
+    svc.metadata.namespace = "default".into();
+    svc.spec.service_type = "ClusterIP".into();
+    let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 96, 0, 10)) + i).to_string();
+    svc.spec.cluster_ip = ip.clone();
+    svc.spec.cluster_ips = vec![ip];
+    svc.spec.ports = vec![ServicePort {
+        name: "http".into(),
+        protocol: "TCP".into(),
+        port: 80,
+        ..Default::default()
+    }];
+    svc.spec.session_affinity = "None".into();
+    svc.spec.internal_traffic_policy = Some("Cluster".into());
+    svc
+}
+
+/// The slice of Service `i`; `generation` moves its first endpoint.
+fn slice(i: u32, generation: u32) -> EndpointSlice {
+    let base = u32::from(Ipv4Addr::new(10, 128, 0, 0)) + i * 16;
+    let endpoints = (0..ENDPOINTS)
+        .map(|j| {
+            let offset = if j == 0 { j + 11 * (generation % 2) } else { j };
+            Endpoint {
+                addresses: vec![Ipv4Addr::from(base + offset).to_string()],
+                node_name: Some(format!("node-{}", j % 3)),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let mut s = EndpointSlice {
+        address_type: "IPv4".into(),
+        endpoints,
+        ports: vec![EndpointPort {
+            name: Some("http".into()),
+            protocol: Some("TCP".into()),
+            port: Some(8080),
+            app_protocol: None,
+        }],
+        ..Default::default()
+    };
+    s.metadata.name = format!("svc-{i}-abcde");
+    s.metadata.namespace = "default".into();
+    s.metadata.labels.insert(SERVICE_NAME_LABEL.into(), format!("svc-{i}"));
+    s
+}
+
+/// The inputs and prepared tables, shared by criterion and the figures.
+struct World {
+    services: Vec<Service>,
+    slices: Vec<EndpointSlice>,
+    /// `slices` after the changed Service's endpoint moved.
+    changed_slices: Vec<EndpointSlice>,
+    node: NodeInfo,
+    config: ProxyConfig,
+    desired: IpvsTable,
+    /// The desired table after the changed Service's endpoint moved.
+    desired_changed: IpvsTable,
+    /// The kernel, in step with `desired`.
+    kernel: IpvsTable,
+    /// The index and the kernel the incremental scenario changes, one
+    /// endpoint at a time.
+    index: DesiredIndex,
+    incremental_kernel: IpvsTable,
+}
+
+impl World {
+    fn build() -> World {
+        let services: Vec<Service> = (0..SERVICES).map(service).collect();
+        let slices: Vec<EndpointSlice> = (0..SERVICES).map(|i| slice(i, 0)).collect();
+        let node = NodeInfo {
+            name: "node-0".into(),
+            ips: vec!["192.168.0.10".parse().expect("valid")],
+            zone: None,
+        };
+        let config = ProxyConfig::default();
+        let desired = desired_table(&services, &slices, &node, &config).table;
+        let mut changed_slices = slices.clone();
+        changed_slices[CHANGED as usize] = slice(CHANGED, 1);
+        let desired_changed = desired_table(&services, &changed_slices, &node, &config).table;
+        let index = DesiredIndex::build(&services, &slices, &node, &config);
+        World {
+            kernel: desired.clone(),
+            incremental_kernel: desired.clone(),
+            services,
+            slices,
+            changed_slices,
+            node,
+            config,
+            desired,
+            desired_changed,
+            index,
+        }
+    }
+
+    fn ctx(&self) -> PlanContext {
+        PlanContext::new(&self.config, &self.node, Time::ZERO)
+    }
+
+    /// One endpoint change through the index: recompute the Service,
+    /// plan what changed, apply it to the kernel. Alternates between two
+    /// generations so it can repeat; returns the number of operations.
+    fn incremental_change(&mut self, generation: u32, state: &mut PlanState) -> usize {
+        let moved = slice(CHANGED, generation);
+        let changes = self
+            .index
+            .update(&self.services[CHANGED as usize], &[&moved], &self.node, &self.config);
+        let planned = plan_changes(
+            &self.incremental_kernel,
+            self.index.table(),
+            &changes,
+            state,
+            &self.ctx(),
+        );
+        apply_plan(&mut self.incremental_kernel, &planned).expect("the kernel accepts the plan");
+        *state = planned.state;
+        planned.operations.len()
+    }
+}
+
+fn criterion_benches(c: &mut Criterion, world: &mut World) {
+    let ctx = world.ctx();
+    let empty = IpvsTable::new();
+    let state = PlanState::default();
+    let mut group = c.benchmark_group("proxy_10k_services");
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("build_desired_table", |b| {
+        b.iter(|| {
+            black_box(desired_table(
+                &world.services,
+                &world.slices,
+                &world.node,
+                &world.config,
+            ))
+        })
+    });
+    group.bench_function("plan_from_empty_kernel", |b| {
+        b.iter(|| black_box(plan(&empty, &world.desired, &state, &ctx)))
+    });
+    group.bench_function("full_plan_nothing_changed", |b| {
+        b.iter(|| black_box(plan(&world.kernel, &world.desired, &state, &ctx)))
+    });
+    group.bench_function("one_endpoint_full_diff", |b| {
+        b.iter(|| black_box(plan(&world.kernel, &world.desired_changed, &state, &ctx)))
+    });
+    group.bench_function("ipvsadm_save_text", |b| {
+        b.iter(|| black_box(ipvsadm_save(&world.desired)))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("proxy_one_endpoint_incremental");
+    let mut generation = 0;
+    let mut state = PlanState::default();
+    group.bench_function("index_update_plan_changes_apply", |b| {
+        b.iter_batched_ref(
+            || {
+                generation += 1;
+                generation
+            },
+            |g| world.incremental_change(*g, &mut state),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+/// One timed scenario for the results files.
+struct Figure {
+    name: &'static str,
+    what: &'static str,
+    ns: f64,
+    operations: usize,
+}
+
+/// The median time of `rounds` runs of `run`, which returns its own
+/// measured duration and the number of plan operations it produced.
+fn median(rounds: usize, mut run: impl FnMut() -> (Duration, usize)) -> (f64, usize) {
+    let mut times = Vec::with_capacity(rounds);
+    let mut operations = 0;
+    for _ in 0..rounds {
+        let (elapsed, ops) = run();
+        operations = ops;
+        times.push(elapsed.as_nanos() as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    (times[times.len() / 2], operations)
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+    let start = Instant::now();
+    let out = f();
+    (start.elapsed(), out)
+}
+
+fn figures(world: &mut World) -> Vec<Figure> {
+    let ctx = world.ctx();
+    let empty = IpvsTable::new();
+    let state = PlanState::default();
+    let mut out = Vec::new();
+    let (ns, _) = median(5, || {
+        let (t, d) = timed(|| desired_table(&world.services, &world.slices, &world.node, &world.config));
+        black_box(d);
+        (t, 0)
+    });
+    out.push(Figure {
+        name: "build desired table",
+        what: "desired_table over 10,000 Services and their EndpointSlices",
+        ns,
+        operations: 0,
+    });
+    let (ns, operations) = median(5, || {
+        let (t, p) = timed(|| plan(&empty, &world.desired, &state, &ctx));
+        (t, p.operations.len())
+    });
+    out.push(Figure {
+        name: "plan from an empty kernel",
+        what: "plan: bind every address, add every virtual and real server",
+        ns,
+        operations,
+    });
+    let (ns, operations) = median(5, || {
+        let (t, p) = timed(|| plan(&world.kernel, &world.desired, &state, &ctx));
+        (t, p.operations.len())
+    });
+    out.push(Figure {
+        name: "full plan, nothing changed",
+        what: "plan: complete diff of two equal 100,000-real-server tables",
+        ns,
+        operations,
+    });
+    let (ns, operations) = median(5, || {
+        let (t, p) = timed(|| {
+            let desired = desired_table(&world.services, &world.changed_slices, &world.node, &world.config).table;
+            plan(&world.kernel, &desired, &state, &ctx)
+        });
+        (t, p.operations.len())
+    });
+    out.push(Figure {
+        name: "one endpoint changes: full rebuild + full diff",
+        what: "desired_table again, then plan (what a non-incremental proxy does)",
+        ns,
+        operations,
+    });
+    let (ns, operations) = median(5, || {
+        let (t, p) = timed(|| plan(&world.kernel, &world.desired_changed, &state, &ctx));
+        (t, p.operations.len())
+    });
+    out.push(Figure {
+        name: "one endpoint changes: full diff only",
+        what: "plan against a desired table already rebuilt",
+        ns,
+        operations,
+    });
+    let mut generation = 0;
+    let mut drain = PlanState::default();
+    let (ns, operations) = median(201, || {
+        generation += 1;
+        timed(|| world.incremental_change(generation, &mut drain))
+    });
+    out.push(Figure {
+        name: "one endpoint changes: incremental",
+        what: "DesiredIndex::update of the Service + plan_changes + apply_plan",
+        ns,
+        operations,
+    });
+    let (ns, _) = median(5, || {
+        let (t, text) = timed(|| ipvsadm_save(&world.desired));
+        black_box(text);
+        (t, 0)
+    });
+    out.push(Figure {
+        name: "ipvsadm-save text",
+        what: "ipvsadm_save of the whole table (110,000 lines)",
+        ns,
+        operations: 0,
+    });
+    out
+}
+
+fn format_time(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+fn find(figures: &[Figure], name: &str) -> f64 {
+    figures.iter().find(|f| f.name == name).map_or(f64::NAN, |f| f.ns)
+}
+
+fn results_dir() -> PathBuf {
+    // The committed results folder the README quotes: <workspace>/benchmarks.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("benchmarks")
+}
+
+fn write_results(figures: &[Figure], real_servers: usize) -> std::io::Result<PathBuf> {
+    let speedup = find(figures, "one endpoint changes: full rebuild + full diff")
+        / find(figures, "one endpoint changes: incremental");
+    let json = serde_json::json!({
+        "benchmark": "cargo bench --bench proxy",
+        "unit": "nanoseconds per run (median of rounds, std::time::Instant)",
+        "services": SERVICES,
+        "endpointsPerService": ENDPOINTS,
+        "realServers": real_servers,
+        "scenarios": figures.iter().map(|f| serde_json::json!({
+            "name": f.name,
+            "operation": f.what,
+            "ns": f.ns,
+            "planOperations": f.operations,
+        })).collect::<Vec<_>>(),
+        "incrementalSpeedupOverFullRebuild": speedup,
+    });
+    let mut md = format!(
+        "# Proxy benchmarks\n\n\
+         Measured by `cargo bench --bench proxy` (release build), in the same\n\
+         run as criterion: median time per run with `std::time::Instant`.\n\
+         One node, {SERVICES} ClusterIP Services × {ENDPOINTS} endpoints = {real_servers} real servers.\n\n\
+         | Scenario | What is timed | Time | Plan operations |\n\
+         |---|---|---:|---:|\n"
+    );
+    for f in figures {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            f.name,
+            f.what,
+            format_time(f.ns),
+            f.operations
+        ));
+    }
+    md.push_str(&format!(
+        "\nOne endpoint change, incremental vs full rebuild + full diff: **{speedup:.0}× faster**.\n"
+    ));
+    let dir = results_dir();
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("proxy.json"),
+        serde_json::to_string_pretty(&json).map_err(std::io::Error::other)? + "\n",
+    )?;
+    std::fs::write(dir.join("proxy.md"), md)?;
+    Ok(dir)
+}
+
+fn main() {
+    let measuring = std::env::args().any(|arg| arg == "--bench");
+    let mut world = World::build();
+    let real_servers = world.desired.real_server_count();
+    assert_eq!(real_servers, (SERVICES * ENDPOINTS) as usize);
+    let mut criterion = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+    criterion_benches(&mut criterion, &mut world);
+    criterion.final_summary();
+    if !measuring {
+        return;
+    }
+    let figures = figures(&mut world);
+    for f in &figures {
+        println!(
+            "{:<50} {:>12}  ({} operations)",
+            f.name,
+            format_time(f.ns),
+            f.operations
+        );
+    }
+    match write_results(&figures, real_servers) {
+        Ok(dir) => println!("figures written to {}", dir.display()),
+        Err(err) => eprintln!("could not write the figures: {err}"),
+    }
+}

@@ -1,0 +1,13 @@
+//! What kube-controller-manager computes from Services and Pods, as pure
+//! functions over plain data:
+//!
+//! - [`endpointslice`]: the EndpointSlice controller: the Pods a Service
+//!   selects become the endpoints of its EndpointSlices.
+//! - [`endpoints`]: the legacy `v1/Endpoints` view of a Service, derived
+//!   from its EndpointSlices, as `kubectl get endpoints` shows it.
+//!
+//! The control plane ([`crate::controlplane`]) runs them whenever Services,
+//! Pods, Nodes or EndpointSlices change and stores what they return.
+
+pub mod endpoints;
+pub mod endpointslice;

@@ -1,0 +1,462 @@
+//! Pods, Nodes and user-supplied EndpointSlices: stored as given (with
+//! defaults and a few of kube-apiserver's checks), replaced on apply, and
+//! followed by the EndpointSlice controller.
+//!
+//! An apply replaces the whole object (what kubectl's last-applied merge
+//! gives for these kinds in practice); the uid and resourceVersion are the
+//! control plane's, and an apply that changes nothing is `unchanged`.
+
+use super::{ApiError, Applied, ApplyAction, ControlPlane};
+use crate::api::endpoint_slice::address_types;
+use crate::api::manifest::Object;
+use crate::api::{EndpointSlice, Node, ObjectMeta, Pod};
+use crate::family::IpFamily;
+use crate::field::{FieldError, FieldPath};
+use std::net::IpAddr;
+
+/// At most this many endpoints in one EndpointSlice (kube-apiserver's limit).
+const MAX_ENDPOINTS: usize = 1000;
+
+impl ControlPlane {
+    /// All Pods, sorted by namespace and name.
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods.values()
+    }
+
+    /// One Pod.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
+        self.pods.get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// All Nodes, sorted by name.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
+    /// One Node.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name)
+    }
+
+    /// All EndpointSlices (the controller's, `kubernetes` and the users'),
+    /// sorted by namespace and name.
+    pub fn endpoint_slices(&self) -> impl Iterator<Item = &EndpointSlice> {
+        self.endpoint_slices.values()
+    }
+
+    /// One EndpointSlice.
+    pub fn endpoint_slice(&self, namespace: &str, name: &str) -> Option<&EndpointSlice> {
+        self.endpoint_slices.get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// The EndpointSlices of Service `namespace/service` (labelled
+    /// `kubernetes.io/service-name: <service>`), sorted by name.
+    pub fn endpoint_slices_for(&self, namespace: &str, service: &str) -> Vec<&EndpointSlice> {
+        self.slices_in(namespace)
+            .filter(|s| s.service_name() == Some(service))
+            .collect()
+    }
+
+    /// Creates or replaces a Pod; the slices of the Services selecting it
+    /// (before or after) follow.
+    pub fn apply_pod(&mut self, mut pod: Pod) -> Result<Applied, ApiError> {
+        default_meta(
+            &mut pod.api_version,
+            &mut pod.kind,
+            &mut pod.metadata,
+            "v1",
+            "Pod",
+            true,
+        );
+        let errors = validate_pod(&pod);
+        if !errors.is_empty() {
+            return Err(ApiError::invalid("Pod", &pod.metadata.name, errors));
+        }
+        let key = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
+        let action = compare(&mut pod, self.pods.get(&key));
+        self.version(&mut pod.metadata, action);
+        let old = self.pods.insert(key, pod.clone());
+        if action != ApplyAction::Unchanged {
+            self.sync_pod_services(old.as_ref(), Some(&pod));
+        }
+        Ok(Applied {
+            action,
+            object: Object::Pod(Box::new(pod)),
+        })
+    }
+
+    /// Creates or replaces a Node; every Service's slices follow (zones).
+    pub fn apply_node(&mut self, mut node: Node) -> Result<Applied, ApiError> {
+        default_meta(
+            &mut node.api_version,
+            &mut node.kind,
+            &mut node.metadata,
+            "v1",
+            "Node",
+            false,
+        );
+        let errors = required_name(&node.metadata);
+        if !errors.is_empty() {
+            return Err(ApiError::invalid("Node", &node.metadata.name, errors));
+        }
+        let key = node.metadata.name.clone();
+        let action = compare(&mut node, self.nodes.get(&key));
+        self.version(&mut node.metadata, action);
+        self.nodes.insert(key, node.clone());
+        if action != ApplyAction::Unchanged {
+            self.sync_all_slices();
+        }
+        Ok(Applied {
+            action,
+            object: Object::Node(Box::new(node)),
+        })
+    }
+
+    /// Creates or replaces an EndpointSlice. Slices of Services without a
+    /// selector are the users' to manage; a slice the controller manages is
+    /// put back the way the controller wants it at once.
+    pub fn apply_endpoint_slice(&mut self, mut slice: EndpointSlice) -> Result<Applied, ApiError> {
+        default_meta(
+            &mut slice.api_version,
+            &mut slice.kind,
+            &mut slice.metadata,
+            "discovery.k8s.io/v1",
+            "EndpointSlice",
+            true,
+        );
+        let errors = validate_endpoint_slice(&slice);
+        if !errors.is_empty() {
+            return Err(ApiError::invalid("EndpointSlice", &slice.metadata.name, errors));
+        }
+        let key = (slice.metadata.namespace.clone(), slice.metadata.name.clone());
+        let action = compare(&mut slice, self.endpoint_slices.get(&key));
+        self.version(&mut slice.metadata, action);
+        let service = slice.service_name().map(str::to_string);
+        self.endpoint_slices.insert(key.clone(), slice.clone());
+        if let Some(service) = service {
+            self.sync_service_slices(&key.0, &service);
+        }
+        Ok(Applied {
+            action,
+            object: Object::EndpointSlice(Box::new(slice)),
+        })
+    }
+
+    /// Deletes a Pod; the slices of the Services selecting it follow.
+    pub fn delete_pod(&mut self, namespace: &str, name: &str) -> Result<Pod, ApiError> {
+        let pod = self
+            .pods
+            .remove(&(namespace.to_string(), name.to_string()))
+            .ok_or_else(|| not_found("pods", name))?;
+        self.sync_pod_services(Some(&pod), None);
+        Ok(pod)
+    }
+
+    /// Deletes a Node; every Service's slices follow.
+    pub fn delete_node(&mut self, name: &str) -> Result<Node, ApiError> {
+        let node = self.nodes.remove(name).ok_or_else(|| not_found("nodes", name))?;
+        self.sync_all_slices();
+        Ok(node)
+    }
+
+    /// Deletes an EndpointSlice. The controller recreates the slices it
+    /// manages (under a new name), as it does in Kubernetes.
+    pub fn delete_endpoint_slice(&mut self, namespace: &str, name: &str) -> Result<EndpointSlice, ApiError> {
+        let slice = self
+            .endpoint_slices
+            .remove(&(namespace.to_string(), name.to_string()))
+            .ok_or_else(|| not_found("endpointslices.discovery.k8s.io", name))?;
+        if let Some(service) = slice.service_name() {
+            self.sync_service_slices(namespace, service);
+        }
+        Ok(slice)
+    }
+
+    /// A new uid and resourceVersion for a created object, a new
+    /// resourceVersion for a configured one.
+    fn version(&mut self, meta: &mut ObjectMeta, action: ApplyAction) {
+        match action {
+            ApplyAction::Created => self.stamp(meta),
+            ApplyAction::Configured => self.bump(meta),
+            ApplyAction::Unchanged => {}
+        }
+    }
+}
+
+/// Objects stored whole, with metadata.
+trait Stored: PartialEq {
+    fn meta(&self) -> &ObjectMeta;
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
+}
+
+impl Stored for Pod {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl Stored for Node {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+impl Stored for EndpointSlice {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Whether applying `new` over `old` creates, configures or leaves the
+/// object unchanged; `new` takes the old uid and resourceVersion.
+fn compare<T: Stored>(new: &mut T, old: Option<&T>) -> ApplyAction {
+    let Some(old) = old else {
+        return ApplyAction::Created;
+    };
+    new.meta_mut().uid = old.meta().uid.clone();
+    new.meta_mut().resource_version = old.meta().resource_version.clone();
+    if new == old {
+        ApplyAction::Unchanged
+    } else {
+        ApplyAction::Configured
+    }
+}
+
+/// `<resource> "<name>" not found`.
+fn not_found(resource: &str, name: &str) -> ApiError {
+    ApiError::NotFound {
+        resource: resource.into(),
+        name: name.into(),
+    }
+}
+
+/// Fills in `apiVersion`, `kind` and (for namespaced kinds) the namespace;
+/// clears the namespace of cluster-scoped kinds.
+fn default_meta(
+    api_version: &mut String,
+    kind: &mut String,
+    meta: &mut ObjectMeta,
+    version: &str,
+    kind_name: &str,
+    namespaced: bool,
+) {
+    *api_version = version.into();
+    *kind = kind_name.into();
+    if !namespaced {
+        meta.namespace.clear();
+    } else if meta.namespace.is_empty() {
+        meta.namespace = "default".into();
+    }
+}
+
+/// `metadata.name: Required value` when the name is missing.
+fn required_name(meta: &ObjectMeta) -> Vec<FieldError> {
+    if meta.name.is_empty() {
+        vec![FieldError::required(
+            &FieldPath::new("metadata").child("name"),
+            "name or generateName is required",
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The checks kube-apiserver makes that matter for endpoints: a name,
+/// container ports in range, and pod IPs that are IPs, at most one per
+/// family.
+fn validate_pod(pod: &Pod) -> Vec<FieldError> {
+    let mut errors = required_name(&pod.metadata);
+    let containers = FieldPath::new("spec").child("containers");
+    for (c, container) in pod.spec.containers.iter().enumerate() {
+        for (p, port) in container.ports.iter().enumerate() {
+            if !(1..=65535).contains(&port.container_port) {
+                let path = containers.index(c).child("ports").index(p).child("containerPort");
+                errors.push(FieldError::invalid(
+                    &path,
+                    port.container_port,
+                    "must be between 1 and 65535, inclusive",
+                ));
+            }
+        }
+    }
+    let ips = FieldPath::new("status").child("podIPs");
+    let mut families: Vec<IpFamily> = Vec::new();
+    for (i, pod_ip) in pod.status.pod_ips.iter().enumerate() {
+        match pod_ip.ip.parse::<IpAddr>() {
+            Err(_) => errors.push(FieldError::invalid(
+                &ips.index(i),
+                pod_ip.ip.as_str(),
+                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            )),
+            Ok(ip) if families.contains(&IpFamily::of(ip)) => errors.push(FieldError::invalid(
+                &ips,
+                pod_ip.ip.as_str(),
+                "may specify no more than one IP for each IP family",
+            )),
+            Ok(ip) => families.push(IpFamily::of(ip)),
+        }
+    }
+    if let Some(ip) = &pod.status.pod_ip {
+        if ip.parse::<IpAddr>().is_err() {
+            errors.push(FieldError::invalid(
+                &FieldPath::new("status").child("podIP"),
+                ip.as_str(),
+                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            ));
+        }
+    }
+    errors
+}
+
+/// kube-apiserver's EndpointSlice checks: a name, a known `addressType`,
+/// 1 to 1000 endpoints of one address each, of that type, and ports in
+/// range.
+fn validate_endpoint_slice(slice: &EndpointSlice) -> Vec<FieldError> {
+    let mut errors = required_name(&slice.metadata);
+    if !address_types::ALL.contains(&slice.address_type.as_str()) {
+        errors.push(FieldError::unsupported(
+            &FieldPath::new("addressType"),
+            slice.address_type.as_str(),
+            &address_types::ALL,
+        ));
+    }
+    let endpoints = FieldPath::new("endpoints");
+    if slice.endpoints.len() > MAX_ENDPOINTS {
+        errors.push(FieldError::invalid(
+            &endpoints,
+            i64::try_from(slice.endpoints.len()).unwrap_or(i64::MAX),
+            "must have at most 1000 items",
+        ));
+    }
+    let family = slice.family();
+    for (i, endpoint) in slice.endpoints.iter().enumerate() {
+        let path = endpoints.index(i).child("addresses");
+        if endpoint.addresses.len() != 1 {
+            errors.push(FieldError::invalid(
+                &path,
+                crate::field::BadValue::StrList(endpoint.addresses.clone()),
+                "must contain exactly 1 address",
+            ));
+        }
+        for (a, address) in endpoint.addresses.iter().enumerate() {
+            let ok = match family {
+                Some(family) => address.parse::<IpAddr>().is_ok_and(|ip| IpFamily::of(ip) == family),
+                None => !address.is_empty(),
+            };
+            if !ok {
+                let what = family.map_or("FQDN", IpFamily::as_str);
+                errors.push(FieldError::invalid(
+                    &path.index(a),
+                    address.as_str(),
+                    &format!("must be a valid {what} address"),
+                ));
+            }
+        }
+    }
+    for (i, port) in slice.ports.iter().enumerate() {
+        if let Some(number) = port.port.filter(|p| !(1..=65535).contains(p)) {
+            errors.push(FieldError::invalid(
+                &FieldPath::new("ports").index(i).child("port"),
+                number,
+                "must be between 1 and 65535, inclusive",
+            ));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controlplane::ClusterConfig;
+
+    fn lines(cp: &mut ControlPlane, text: &str) -> Vec<String> {
+        cp.apply_manifest(text)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.map(|a| a.kubectl_line()).unwrap_or_else(|e| e.to_string()))
+            .collect()
+    }
+
+    const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\nspec: {containers: [{name: c, image: nginx}]}\nstatus: {phase: Running, podIPs: [{ip: 10.244.0.5}], conditions: [{type: Ready, status: \"True\"}]}\n";
+
+    #[test]
+    fn pods_nodes_and_slices_report_like_kubectl() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        assert_eq!(lines(&mut cp, POD), ["pod/web-1 created"]);
+        assert_eq!(lines(&mut cp, POD), ["pod/web-1 unchanged"]);
+        assert_eq!(
+            lines(&mut cp, &POD.replace("\"True\"", "\"False\"")),
+            ["pod/web-1 configured"]
+        );
+        let node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1, namespace: ignored}\n";
+        assert_eq!(lines(&mut cp, node), ["node/n1 created"]);
+        assert_eq!(cp.node("n1").unwrap().metadata.namespace, "");
+        let slice = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s1}\naddressType: IPv4\nendpoints: [{addresses: [192.0.2.1]}]\n";
+        assert_eq!(lines(&mut cp, slice), ["endpointslice.discovery.k8s.io/s1 created"]);
+        assert_eq!(lines(&mut cp, slice), ["endpointslice.discovery.k8s.io/s1 unchanged"]);
+    }
+
+    #[test]
+    fn kubectl_get_pod_output_becomes_an_endpoint() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}\n";
+        let text = format!(
+            "{svc}---\n{}---\n{}",
+            include_str!("../api/testdata/kubectl-get-pod.yaml"),
+            include_str!("../api/testdata/kubectl-get-node.yaml")
+        );
+        let applied = lines(&mut cp, &text);
+        assert_eq!(
+            applied,
+            [
+                "service/web created",
+                "pod/web-7d9c5b8f6d-x2x4k created",
+                "node/worker-1 created"
+            ]
+        );
+        let slices = cp.endpoint_slices_for("shop", "web");
+        assert_eq!(slices.len(), 1);
+        let endpoint = &slices[0].endpoints[0];
+        assert_eq!(endpoint.addresses, ["10.244.1.17"]);
+        assert_eq!(endpoint.zone.as_deref(), Some("eu-west-1a"));
+        assert_eq!(slices[0].ports[0].port, Some(8080));
+        // The stored Pod keeps every field it came with.
+        let pod = cp.pod("shop", "web-7d9c5b8f6d-x2x4k").unwrap();
+        assert_eq!(pod.status.extra["hostIP"], "192.168.0.21");
+    }
+
+    #[test]
+    fn refused_objects_change_nothing() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let before = cp.clone();
+        let bad = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, ports: [{containerPort: 0}]}]}\nstatus: {podIPs: [{ip: 10.0.0.1}, {ip: 10.0.0.2}, {ip: nope}]}\n";
+        assert_eq!(
+            lines(&mut cp, bad),
+            ["The Pod \"p\" is invalid: [spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive, status.podIPs: Invalid value: \"10.0.0.2\": may specify no more than one IP for each IP family, status.podIPs[2]: Invalid value: \"nope\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)]"]
+        );
+        let nameless = "apiVersion: v1\nkind: Node\nmetadata: {labels: {a: b}}\n";
+        assert_eq!(
+            lines(&mut cp, nameless),
+            ["The Node \"\" is invalid: metadata.name: Required value: name or generateName is required"]
+        );
+        assert_eq!(cp, before);
+        assert_eq!(
+            cp.delete("po", "default", "p").unwrap_err().to_string(),
+            "pods \"p\" not found"
+        );
+        assert_eq!(
+            cp.delete("nodes", "", "n").unwrap_err().to_string(),
+            "nodes \"n\" not found"
+        );
+    }
+}

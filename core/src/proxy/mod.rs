@@ -1,0 +1,39 @@
+//! What kube-proxy's IPVS mode computes on one node, without any I/O.
+//!
+//! - [`categorize`](mod@categorize): which endpoints a Service port uses on this node
+//!   (ready, serving+terminating fallback, traffic policies, topology).
+//! - [`desired`]: the virtual servers, real servers and `kube-ipvs0`
+//!   addresses each Service needs ([`desired_table`] for a whole node).
+//! - [`index`]: the desired table kept up to date one Service at a time,
+//!   reporting what changed.
+//! - [`table`]: the IPVS table type, one for desired and observed state.
+//! - [`plan`](mod@plan): the ordered operations from an observed table to the desired
+//!   one, with graceful termination and ownership; [`apply`] replays them on
+//!   an in-memory table.
+//! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON.
+//! - [`scenario`]: the behaviour-vector actions for all of the above.
+
+pub mod apply;
+pub mod categorize;
+pub mod desired;
+pub mod error;
+pub mod index;
+pub mod node;
+pub mod plan;
+pub mod render;
+pub mod scenario;
+pub mod scheduler;
+pub mod table;
+
+pub use apply::{apply_operation, apply_plan};
+pub use categorize::{categorize, port_endpoints, Categorized, ClusterRule, EndpointInfo, LocalRule};
+pub use desired::{desired_table, service_fragment, slices_by_service, Desired, ProxyConfig, ServiceFragment};
+pub use error::{ApplyError, ProxyError, ProxyWarning};
+pub use index::{Changes, DesiredIndex};
+pub use node::NodeInfo;
+pub use plan::{plan, plan_changes, DrainState, Operation, Plan, PlanContext, PlanState};
+pub use render::{ipvsadm_list, ipvsadm_save, table_json, DUMMY_INTERFACE};
+pub use scheduler::{Scheduler, SCHEDULER_ANNOTATION};
+pub use table::{
+    Flags, Forward, IpvsTable, Protocol, RealServer, VirtualServer, VirtualServerKey, VirtualServerSettings,
+};

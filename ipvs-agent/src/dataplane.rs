@@ -1,0 +1,45 @@
+//! The boundary between the sync loop and the kernel: what the agent reads
+//! back ([`Dataplane::observe`]) and how it changes it
+//! ([`Dataplane::apply`]), in the core's own vocabulary ([`IpvsTable`],
+//! [`Operation`]). The Linux implementation talks IPVS generic netlink and
+//! rtnetlink; the sync loop only sees this trait.
+
+use svcnet_core::proxy::{IpvsTable, Operation};
+
+use crate::netlink::IpvsError;
+
+/// The kernel as the sync loop sees it.
+#[allow(async_fn_in_trait)]
+pub trait Dataplane {
+    /// Everything there is now: every IPVS virtual server (foreign ones
+    /// included) with its settings, real servers, weights and connection
+    /// counters, and the addresses bound on `kube-ipvs0`.
+    async fn observe(&mut self) -> Result<IpvsTable, DataplaneError>;
+
+    /// Carries out `operations` in order, batching IPVS requests (many per
+    /// `sendmsg`). A failed operation does not stop the others.
+    async fn apply(&mut self, operations: &[Operation]) -> ApplyReport;
+}
+
+/// What [`Dataplane::apply`] did.
+#[derive(Debug, Default)]
+pub struct ApplyReport {
+    /// Operations the kernel accepted.
+    pub applied: usize,
+    /// Operations the kernel refused, with why.
+    pub failed: Vec<(Operation, DataplaneError)>,
+}
+
+/// Why the kernel could not be read or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum DataplaneError {
+    /// The IPVS family answered with an error.
+    #[error(transparent)]
+    Ipvs(#[from] IpvsError),
+    /// Addresses or the `kube-ipvs0` link (rtnetlink).
+    #[error("kube-ipvs0: {0}")]
+    Address(String),
+    /// The netlink socket itself.
+    #[error("netlink socket: {0}")]
+    Io(#[from] std::io::Error),
+}
