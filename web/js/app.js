@@ -71,7 +71,7 @@ function run(line, stdin = null) {
 
 // ---- state: session, URL -----------------------------------------------------
 
-function startSession(state, { announce = true } = {}) {
+function startSession(state, { announce = true, note = null } = {}) {
   const { session, transcript } = replay(Cluster, state);
   app.session = session;
   app.knownIps = new Set(allocations(session.services()).map((a) => a.ip));
@@ -81,6 +81,7 @@ function startSession(state, { announce = true } = {}) {
   if (announce) {
     print(null, null, `Cluster started: --service-cluster-ip-range=${state.cidr}, seed ${state.seed}. The kubernetes Service is on ${session.cluster.kubernetesIp}. Type help for the commands.`);
   }
+  if (note) print(null, null, note);
   for (const t of transcript) {
     const shown = t.stdin == null ? t.line : `${t.line} <<EOF\n${t.stdin.replace(/\n$/, '')}\nEOF`;
     print(shown, t.result);
@@ -273,9 +274,8 @@ function setupCidr() {
     }
     const state = { cidr, seed: Number(seedText), history: app.session?.history ?? [] };
     try {
-      startSession(state);
+      startSession(state, { note: state.history.length ? `Replaying your ${state.history.length} command(s) on the new range:` : null });
       showCidrError(null);
-      if (state.history.length) print(null, null, `Replayed ${state.history.length} command(s) on ${cidr}.`);
     } catch (err) {
       showCidrError(String(err.message ?? err));
       $('#cidr-input').focus();
@@ -379,9 +379,8 @@ async function main() {
   let restored = false;
   if (state) {
     try {
-      startSession(state);
+      startSession(state, { note: `Restored from the link: ${state.history.length} command(s) on ${state.cidr}, replayed below.` });
       restored = true;
-      print(null, null, `Restored from the link: ${state.history.length} command(s) on ${state.cidr}.`);
     } catch (err) {
       showCidrError(String(err.message ?? err));
       state = null;

@@ -23,17 +23,19 @@ export function keepRows(text, names, nameColumn = 0) {
   return [lines[0], ...lines.slice(1).filter((l) => names.includes(l.split(/\s+/)[nameColumn]))].join('\n') + '\n';
 }
 
-const PLAIN = /^[A-Za-z_./][A-Za-z0-9_./:-]*$/;
-
 function scalar(v) {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   const s = String(v);
-  if (s === '' || !PLAIN.test(s) || /^(true|false|null|yes|no|on|off|~)$/i.test(s) || /^[0-9.+-]/.test(s) || s.includes(': ')) {
-    return JSON.stringify(s);
-  }
-  return s;
+  const special = s === ''
+    || /^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(s) // would read back as a number
+    || /^0[xo]/i.test(s)
+    || /^(true|false|null|yes|no|on|off|y|n|~)$/i.test(s)
+    || /^[\s\-?:,\[\]{}#&*!|>'"%@`]/.test(s)
+    || /\s$/.test(s)
+    || /: |\s#|[\n\t]/.test(s);
+  return special ? JSON.stringify(s) : s;
 }
 
 /** JSON data as YAML, keys in the order given (kubectl sorts them; so do we). */

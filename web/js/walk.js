@@ -15,7 +15,7 @@ import { NODE } from './session.js';
  * address of node-1's pod range, which the console's IPAM never hands out). */
 export const CLIENT = { name: 'client', ip: '10.244.0.254', port: 43120 };
 
-const state = { service: null, port: null, turn: new Map(), last: null, timer: null, hop: -1 };
+const state = { service: null, port: null, turn: new Map(), last: null, timer: null, known: new Set() };
 
 function hostPort(ip, port) {
   return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
@@ -42,6 +42,13 @@ function walkable(svc) {
 /** Redraws the packet walk for the current state of the session. */
 export function renderWalk(el, session, run) {
   const services = session.services().filter(walkable);
+  // A Service that just appeared is the one to follow.
+  const added = services.filter((s) => !state.known.has(s.metadata.name) && s.metadata.name !== 'kubernetes');
+  state.known = new Set(services.map((s) => s.metadata.name));
+  if (added.length) {
+    state.service = added.at(-1).metadata.name;
+    state.last = null;
+  }
   if (!services.some((s) => s.metadata.name === state.service)) {
     const mine = services.filter((s) => s.metadata.name !== 'kubernetes');
     state.service = (mine.at(-1) ?? services[0])?.metadata.name ?? null;
