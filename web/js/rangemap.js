@@ -7,6 +7,8 @@
 import { esc, ipToBig, bigToIp, parseCidr } from './format.js';
 
 const CELLS = 256;
+/** Whether the list of allocated ClusterIPs is open; kept across redraws. */
+let listOpen = false;
 
 /** Which band (`static` / `dynamic`) holds `ip`, from the core's usage. */
 export function bandOf(usage, ip) {
@@ -46,6 +48,7 @@ export function renderRangeMap(el, usage, services, fresh = new Set()) {
     cells.addEventListener('mouseover', show);
     cells.addEventListener('focusin', show);
   }
+  for (const d of el.querySelectorAll('details.range-list')) d.addEventListener('toggle', () => { listOpen = d.open; });
 }
 
 function rangeHtml(u, index, allocated, fresh) {
@@ -129,7 +132,7 @@ function rangeHtml(u, index, allocated, fresh) {
     <div class="bands" aria-hidden="true">
       ${hasBands ? `<div class="static" style="width:${staticPct}%"></div>` : ''}<div class="dynamic" style="flex:1"></div>
     </div>
-    <div class="band-labels" aria-hidden="true"><span>${esc(bigToIp(cidr.base, v6))}</span><span>${hasBands ? `static | dynamic from ${esc(u.dynamicFirst)}` : 'one band (range too small to split)'}</span><span>${esc(bigToIp(cidr.base + cidr.size - 1n, v6))}</span></div>
+    <div class="band-labels" aria-hidden="true"><span>${esc(bigToIp(cidr.base, v6))}</span><span>${hasBands ? `static ${esc(u.staticFirst)}–${esc(u.staticLast)} · dynamic ${esc(u.dynamicFirst)}–${esc(u.dynamicLast)}` : 'one band (range too small to split)'}</span><span>${esc(bigToIp(cidr.base + cidr.size - 1n, v6))}</span></div>
     <div class="cells ${small ? '' : 'large'}" role="list" aria-label="${esc(`${u.cidr}: ${small ? 'one cell per address' : `${CELLS} blocks of ${fmt(block)} addresses`}`)}" data-detail="${detailId}" style="grid-template-columns: repeat(${columns}, minmax(0, 1fr))">${cells.join('')}</div>
     <div class="legend" aria-hidden="true">
       ${hasBands ? '<span><i style="background:var(--static-soft);border:1px solid var(--static)"></i>static band</span>' : ''}
@@ -137,10 +140,10 @@ function rangeHtml(u, index, allocated, fresh) {
       <span><i style="background:var(--k8s)"></i>kubernetes</span>
       <span><i style="background:var(--used)"></i>allocated</span>
       <span><i style="background:#eceff4"></i>never handed out</span>
-      ${small ? '' : `<span>each block: ${fmt(block)} addresses, the number is how many are allocated</span>`}
+
     </div>
-    <div class="range-detail" id="${detailId}" aria-live="polite">${small ? 'Point at or Tab to an address for details.' : 'Point at or Tab to a block for its addresses.'}</div>
-    <div class="range-list"><table class="grid" aria-label="Allocated ClusterIPs in ${esc(u.cidr)}"><thead><tr><th scope="col">ClusterIP</th><th scope="col">Service</th><th scope="col">Where</th></tr></thead><tbody>${list}</tbody></table></div>
+    <div class="range-detail" id="${detailId}" aria-live="polite">${small ? 'One cell per address. Point at or Tab to one for details.' : `Each block holds ${fmt(block)} addresses; its number is how many are allocated. Point at or Tab to a block for its addresses.`}</div>
+    <details class="range-list"${listOpen ? ' open' : ''}><summary>${mine.length} allocated ClusterIP${mine.length === 1 ? '' : 's'}</summary><table class="grid" aria-label="Allocated ClusterIPs in ${esc(u.cidr)}"><thead><tr><th scope="col">ClusterIP</th><th scope="col">Service</th><th scope="col">Where</th></tr></thead><tbody>${list}</tbody></table></details>
   </div>`;
 }
 
@@ -149,7 +152,7 @@ export function rangeExplanation(usage) {
   const u = usage.clusterIPs?.[0];
   if (!u) return '';
   if (u.staticFirst == null) {
-    return `The API server hands out ClusterIPs from ${u.cidr}. This range is too small to split into bands, so every Service draws at random from all of it; the first address is always the kubernetes Service's.`;
+    return `A new Service gets a random free address. This range is too small to split into a static and a dynamic band. The first address always belongs to kubernetes.`;
   }
-  return `The API server hands out ClusterIPs from ${u.cidr}. A new Service gets a random address from the dynamic band (${u.dynamicFirst} up); the small static band below it (${u.staticFirst}–${u.staticLast}) is kept for addresses people choose by hand with spec.clusterIP, so the two rarely collide. The first address is always the kubernetes Service's.`;
+  return `A new Service gets a random free address from the dynamic band; the small static band below it is kept for addresses picked by hand (spec.clusterIP), so the two rarely collide. The first address always belongs to kubernetes.`;
 }
