@@ -57,7 +57,12 @@ impl Cluster {
     /// `{ ok, text, reason? }`. Kinds and namespaces as for `delete`.
     #[wasm_bindgen(js_name = kubectlDelete, unchecked_return_type = "{ok: boolean, text: string, reason?: string}")]
     pub fn kubectl_delete(&mut self, kind: &str, namespace: Option<String>, name: &str) -> JsValue {
-        to_js(&kubectl_delete(&mut self.cp, kind, namespace.as_deref().unwrap_or(""), name))
+        to_js(&kubectl_delete(
+            &mut self.cp,
+            kind,
+            namespace.as_deref().unwrap_or(""),
+            name,
+        ))
     }
 
     /// The IPVS table of node `nodeName` (as for `ipvsadmSave`) as data:
@@ -69,5 +74,58 @@ impl Cluster {
         node_table(&self.cp, node_name)
             .map(|t| to_js(&json(&t)))
             .map_err(|e| error(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::start;
+
+    fn cluster() -> ControlPlane {
+        start(json!({"serviceClusterIpRange": "10.0.0.0/29", "seed": 1})).unwrap()
+    }
+
+    const SVC: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n";
+
+    #[test]
+    fn apply_reports_each_object_as_kubectl_does() {
+        let mut cp = cluster();
+        let manifest = format!(
+            "{SVC}---\napiVersion: v1\nkind: Service\nmetadata: {{name: Bad}}\nspec: {{ports: [{{port: 80}}]}}\n"
+        );
+        let out = kubectl_apply(&mut cp, &manifest);
+        assert_eq!(out[0], json!({"ok": true, "text": "service/web created"}));
+        assert_eq!(out[1]["ok"], false);
+        assert_eq!(out[1]["reason"], "Invalid");
+        assert!(out[1]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("The Service \"Bad\" is invalid: metadata.name"));
+        assert_eq!(kubectl_apply(&mut cp, SVC)[0]["text"], "service/web unchanged");
+        let broken = kubectl_apply(&mut cp, "kind: [\n");
+        assert_eq!(broken[0]["reason"], "BadRequest");
+        for i in 0..4 {
+            kubectl_apply(&mut cp, &SVC.replace("web", &format!("s{i}")));
+        }
+        let full = kubectl_apply(&mut cp, &SVC.replace("web", "full"));
+        assert_eq!(
+            full[0],
+            json!({"ok": false, "reason": "InternalError", "text": "Internal error occurred: failed to allocate a serviceIP: range is full"})
+        );
+    }
+
+    #[test]
+    fn delete_reports_the_line_or_not_found() {
+        let mut cp = cluster();
+        kubectl_apply(&mut cp, SVC);
+        assert_eq!(
+            kubectl_delete(&mut cp, "svc", "", "web"),
+            json!({"ok": true, "text": "service \"web\" deleted"})
+        );
+        assert_eq!(
+            kubectl_delete(&mut cp, "svc", "default", "web"),
+            json!({"ok": false, "reason": "NotFound", "text": "services \"web\" not found"})
+        );
     }
 }
