@@ -11,7 +11,9 @@
 #   deps      Debian's Chromium (apt-get, only when /usr/bin/chromium is
 #             missing) and the pinned playwright-core (npm ci in
 #             tests/browser/); never lets a tool download a browser of its own
-#   test      run tests/browser/run.mjs (needs prepare, deps and target/wasm/node)
+#   test      node --test tests/browser/session.test.mjs (the console's logic
+#             over the Node build), then tests/browser/run.mjs in Chromium
+#             (needs prepare, deps and target/wasm/node)
 
 set -euo pipefail
 
@@ -79,7 +81,12 @@ deps() {
 
 run_tests() {
     [[ -f "$ROOT/target/wasm/node/svcnet_wasm.js" ]] || die "no Node package in target/wasm/node: run make wasm first"
-    cd "$ROOT/tests/browser" && exec node run.mjs
+    cd "$ROOT/tests/browser"
+    # The console's logic over the Node build first (no browser), then Chromium.
+    local status=0
+    node --test session.test.mjs || status=1
+    node run.mjs || status=1
+    return "$status"
 }
 
 case "${1:-}" in

@@ -370,7 +370,7 @@ async function main() {
     await page.click('#tour-start');
     for (let i = 0; i < 5; i++) await page.click('#tour-next');
     await page.click('#walk-send');
-    await page.waitForTimeout(300);
+    await page.waitForTimeout(550); // the second hop: IPVS rewrites the destination
     await shot(page, '09-laptop-1440x900');
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
     assert.equal(overflow, false, 'no horizontal scrolling at 1440x900');

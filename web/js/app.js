@@ -122,8 +122,9 @@ function refresh() {
     const c = document.createElement('span');
     c.className = 'count';
     c.textContent = String(n);
-    c.setAttribute('aria-label', `(${n})`);
+    c.setAttribute('aria-hidden', 'true');
     tab.append(c);
+    tab.setAttribute('aria-label', `${tab.firstChild.textContent.trim()} (${n})`);
   }
   for (const r of document.querySelectorAll('input[name="ipvs-mode"]')) {
     r.addEventListener('change', () => { app.ipvsMode = r.value; refresh(); document.querySelector(`input[name="ipvs-mode"][value="${r.value}"]`).focus(); });
@@ -268,8 +269,8 @@ function setupCidr() {
     e.preventDefault();
     const cidr = $('#cidr-input').value.trim();
     const seedText = $('#seed-input').value.trim() || '0';
-    if (!/^\d+$/.test(seedText)) {
-      showCidrError(`seed ${JSON.stringify(seedText)}: the seed must be a whole number of 0 or more`);
+    if (!/^\d+$/.test(seedText) || !Number.isSafeInteger(Number(seedText))) {
+      showCidrError(`seed ${JSON.stringify(seedText)}: the seed must be a whole number from 0 to 9007199254740991`);
       return;
     }
     const state = { cidr, seed: Number(seedText), history: app.session?.history ?? [] };
