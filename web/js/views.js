@@ -69,7 +69,8 @@ export function renderSlices(el, session) {
   const slices = session.slices();
   const blocks = slices.map((sl) => {
     const svc = sl.metadata.labels?.['kubernetes.io/service-name'] ?? '(no Service)';
-    const managed = sl.metadata.labels?.['endpointslice.kubernetes.io/managed-by'] ?? 'you (no managed-by label)';
+    const manager = sl.metadata.labels?.['endpointslice.kubernetes.io/managed-by'];
+    const managed = manager ? `Managed by ${manager}` : sl.metadata.name === 'kubernetes' ? 'Written by the API server: its own addresses' : 'Written by hand (no managed-by label): the controller leaves it alone';
     const ports = (sl.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ''}${p.port ?? '?'}/${p.protocol ?? 'TCP'}`).join(', ') || '<none>';
     const eps = (sl.endpoints ?? []).map((e) => {
       const c = e.conditions ?? {};
@@ -79,7 +80,7 @@ export function renderSlices(el, session) {
     }).join('') || '<tr><td colspan="4" class="empty">no endpoints</td></tr>';
     return `<section class="slice" data-slice="${esc(sl.metadata.name)}">
       <h3><span class="mono">${esc(sl.metadata.name)}</span> <span class="tag">Service ${esc(svc)}</span> <span class="tag">${esc(sl.addressType)}</span> <span class="tag">ports ${esc(ports)}</span></h3>
-      <p class="hint">Managed by ${esc(managed)}</p>
+      <p class="hint">${esc(managed)}</p>
       <table class="grid"><thead><tr><th scope="col">Address</th><th scope="col">Conditions</th><th scope="col">Pod</th><th scope="col">Node</th></tr></thead><tbody>${eps}</tbody></table>
     </section>`;
   });

@@ -168,7 +168,8 @@ function hopsHtml(svc, port, reals, chosen) {
 function center(stage, el) {
   const s = stage.getBoundingClientRect();
   const r = el.getBoundingClientRect();
-  return { left: r.left - s.left + r.width / 2 - 7, top: r.top - s.top + r.height / 2 - 7 };
+  // On the box's top edge, so the dot never hides an address.
+  return { left: r.left - s.left + r.width / 2 - 7, top: r.top - s.top - 7 };
 }
 
 function animate(el, real) {
