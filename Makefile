@@ -106,3 +106,21 @@ vm-kernel: ## The agent's kernel side against real IPVS in the VM: tests/vm/kern
 	tests/vm/setup.sh
 	$(CARGO) build --release -p ipvs-agent --example kernel_check
 	tests/vm/run.sh tests/vm/kernel.sh target/release/examples/kernel_check
+
+# The browser playground (web/) and its browser tests (tests/browser/).
+PLAYGROUND_PORT ?= 8080
+.PHONY: playground-site playground browser-deps browser-test
+playground-site: wasm ## Build the playground: the wasm package copied into web/pkg/ (web/ is then a static site)
+	$(step)
+	scripts/playground.sh prepare
+
+playground: playground-site ## Build the playground and serve web/ on localhost (PLAYGROUND_PORT=8080), printing the URL
+	scripts/playground.sh serve $(PLAYGROUND_PORT)
+
+browser-deps: ## Install Debian's Chromium (apt-get) and the pinned playwright-core (npm ci); idempotent
+	$(step)
+	scripts/playground.sh deps
+
+browser-test: playground-site browser-deps ## The playground in headless Chromium (tests/browser/); screenshots in target/browser/
+	$(step)
+	scripts/playground.sh test

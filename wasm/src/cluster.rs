@@ -77,7 +77,7 @@ pub fn error(message: &str) -> JsValue {
 /// allocators, apiserver leases and DNS, all in the core's control plane.
 #[wasm_bindgen]
 pub struct Cluster {
-    cp: ControlPlane,
+    pub(crate) cp: ControlPlane,
 }
 
 #[wasm_bindgen]

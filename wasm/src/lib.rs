@@ -17,6 +17,7 @@
 pub mod cluster;
 pub mod js;
 pub mod ops;
+pub mod playground;
 
 use wasm_bindgen::prelude::*;
 
