@@ -87,7 +87,7 @@ bench: ## Benchmarks (cargo bench -p svcnet-core); figures written to benchmarks
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy unit wasm-vectors test-release wasm-check vm-smoke ## Everything CI runs: fmt-check clippy unit wasm-vectors test-release wasm-check vm-smoke
+test: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel ## Everything CI runs: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel
 	@printf '\n==> make test: all steps passed\n'
 
 demo: ## The narrated tour of the core on examples/services.yaml (the agent demo comes with the agent)

@@ -131,3 +131,17 @@ test('time moves by the milliseconds given, and leases expire', () => {
 test('runVector throws for a vector it cannot read', () => {
   assert.throws(() => runVector('description: ['), (e) => e instanceof Error && e.message.startsWith('invalid vector: '));
 });
+
+test('ipvsadmSave is the text `ipvs-agent plan --format ipvsadm-save` prints for the same manifests', () => {
+  // ipvs-agent/tests/golden/examples.ipvsadm-save is what the native agent
+  // prints for `plan --manifests examples --node-name node-a` (checked by
+  // ipvs-agent/tests/plan_cli.rs); the agent reads a directory in name order.
+  const root = path.join(import.meta.dirname, '..', '..');
+  const golden = readFileSync(path.join(root, 'ipvs-agent/tests/golden/examples.ipvsadm-save'), 'utf8');
+  const cluster = new Cluster({ serviceClusterIpRange: '10.96.0.0/12' });
+  for (const file of ['pods.yaml', 'services.yaml']) {
+    cluster.apply(readFileSync(path.join(root, 'examples', file), 'utf8'));
+  }
+  assert.equal(cluster.ipvsadmSave('node-a'), golden);
+  assert.match(cluster.ipvsadmList('node-a'), /^IP Virtual Server version 1\.2\.1 \(size=4096\)\n/);
+});
