@@ -14,21 +14,26 @@ SHELL := bash
 
 CARGO ?= cargo
 WASM := scripts/wasm-toolchain.sh
+WASM_PACKAGE := scripts/wasm-package.sh
+NODE ?= node
+# The Node runner of the wasm build (node --test): vectors and JS API.
+NODE_TESTS := tests/node/vectors.test.mjs tests/node/cluster.test.mjs
 BENCH_RESULTS := benchmarks
 
 step = @printf '\n==> make %s\n' '$@'
 
 .PHONY: help deps fmt fmt-check clippy unit test-release wasm-check wasm-env \
-	bench test demo
+	wasm vectors wasm-vectors bench test demo
 
 help: ## List the targets
 	@echo 'Usage: make <target>'
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Install what the tests need (the wasm32 toolchain fallback); idempotent
+deps: ## Install what the tests need (the wasm32 toolchain fallback, wasm-bindgen-cli); idempotent
 	$(step)
 	$(WASM) install
+	$(WASM_PACKAGE) install-bindgen
 
 fmt: ## Format all Rust code (cargo fmt --all)
 	$(step)
@@ -57,6 +62,20 @@ wasm-check: ## Prove svcnet-core builds for wasm32-unknown-unknown (installs the
 wasm-env: ## Show which wasm32 route (rustup or Debian fallback) is used
 	@$(WASM) env
 
+wasm: ## Build the wasm packages: target/wasm/web (browsers), target/wasm/node (Node); prints the bundle size
+	$(step)
+	$(WASM_PACKAGE) build
+
+vectors: ## Run tests/vectors/ natively; reports in target/vector-reports/native/
+	$(step)
+	$(CARGO) test -p svcnet-core --test vectors
+
+wasm-vectors: vectors wasm ## tests/vectors/ in the wasm build under Node, byte-identical to the native run; JS API tests
+	$(step)
+	@command -v $(NODE) >/dev/null || { echo 'make wasm-vectors needs Node 20 or later (node) on PATH' >&2; exit 1; }
+	@$(NODE) -e 'if (+process.versions.node.split(".")[0] < 20) { console.error("make wasm-vectors needs Node 20 or later, found " + process.version); process.exit(1) }'
+	$(NODE) --test $(NODE_TESTS)
+
 bench: ## Benchmarks (cargo bench -p svcnet-core); figures written to benchmarks/*.md
 	$(step)
 	$(CARGO) bench -p svcnet-core
@@ -68,7 +87,7 @@ bench: ## Benchmarks (cargo bench -p svcnet-core); figures written to benchmarks
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy unit test-release wasm-check vm-smoke ## Everything CI runs: fmt-check clippy unit test-release wasm-check vm-smoke
+test: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel ## Everything CI runs: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel
 	@printf '\n==> make test: all steps passed\n'
 
 demo: ## The narrated tour of the core on examples/services.yaml (the agent demo comes with the agent)
@@ -80,3 +99,28 @@ vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (i
 	$(step)
 	tests/vm/setup.sh
 	tests/vm/run.sh tests/vm/smoke.sh
+
+.PHONY: vm-kernel
+vm-kernel: ## The agent's kernel side against real IPVS in the VM: tests/vm/kernel.sh (installs what it needs)
+	$(step)
+	tests/vm/setup.sh
+	$(CARGO) build --release -p ipvs-agent --example kernel_check
+	tests/vm/run.sh tests/vm/kernel.sh target/release/examples/kernel_check
+
+# The browser playground (web/) and its browser tests (tests/browser/).
+PLAYGROUND_PORT ?= 8080
+.PHONY: playground-site playground browser-deps browser-test
+playground-site: wasm ## Build the playground: the wasm package copied into web/pkg/ (web/ is then a static site)
+	$(step)
+	scripts/playground.sh prepare
+
+playground: playground-site ## Build the playground and serve web/ on localhost (PLAYGROUND_PORT=8080), printing the URL
+	scripts/playground.sh serve $(PLAYGROUND_PORT)
+
+browser-deps: ## Install Debian's Chromium (apt-get) and the pinned playwright-core (npm ci); idempotent
+	$(step)
+	scripts/playground.sh deps
+
+browser-test: playground-site browser-deps ## The playground in headless Chromium (tests/browser/); screenshots in target/browser/
+	$(step)
+	scripts/playground.sh test

@@ -21,10 +21,12 @@
 #                         packages (as root, or through sudo) only when no
 #                         rustup target exists and the packages are missing
 #   check <crate>         `cargo check` the crate for wasm32
-#   build <crate> [--debug]
-#                         `cargo build --release` (or dev) the crate for
-#                         wasm32; prints where the artefacts are
-#   out-dir [--debug]     print the directory holding the built artefacts
+#   build <crate> [--debug | --profile NAME]
+#                         `cargo build --release` (or dev, or the named
+#                         Cargo profile) the crate for wasm32; prints where
+#                         the artefacts are
+#   out-dir [--debug | --profile NAME]
+#                         print the directory holding the built artefacts
 #                         (the .wasm of a cdylib crate lands there)
 #   env                   print the route, toolchain versions and target dir
 #
@@ -33,7 +35,7 @@
 #                                     on a machine that has the rustup target)
 #
 # The script can also be sourced (`. scripts/wasm-toolchain.sh`) to use its
-# functions: wasm_route, wasm_install, wasm_cargo, wasm_out_dir.
+# functions: wasm_route, wasm_install, wasm_cargo, wasm_out_dir, wasm_profile_dir.
 
 WASM_TARGET=wasm32-unknown-unknown
 # ca-certificates: cargo-web fetches crates over HTTPS (already on any usual
@@ -138,6 +140,14 @@ wasm_out_dir() {
     fi
 }
 
+# The target sub-directory of a Cargo profile: `dev` builds land in
+# `debug`, every other profile in a directory of its own name.
+wasm_profile_dir() {
+    local profile="$1"
+    [[ -n "$profile" ]] || wasm_die "--profile needs a Cargo profile name"
+    if [[ "$profile" == dev ]]; then echo debug; else echo "$profile"; fi
+}
+
 # Runs `cargo <subcommand> --target wasm32-unknown-unknown <args>` with the
 # chosen route's toolchain. Call wasm_install first.
 wasm_cargo() {
@@ -191,7 +201,11 @@ wasm_main() {
     install) wasm_install ;;
     env) wasm_env ;;
     out-dir)
-        if [[ "${1:-}" == --debug ]]; then wasm_out_dir debug; else wasm_out_dir release; fi
+        case "${1:-}" in
+        --debug) wasm_out_dir debug ;;
+        --profile) wasm_out_dir "$(wasm_profile_dir "${2:-}")" ;;
+        *) wasm_out_dir release ;;
+        esac
         ;;
     check | build)
         local crate="${1:-}"
@@ -202,6 +216,11 @@ wasm_main() {
             profile=debug
             profile_flag=()
             shift
+        elif [[ "${1:-}" == --profile ]]; then
+            [[ -n "${2:-}" ]] || wasm_die "--profile needs a Cargo profile name"
+            profile="$(wasm_profile_dir "$2")"
+            profile_flag=(--profile "$2")
+            shift 2
         fi
         [[ $# -eq 0 ]] || wasm_die "unexpected arguments: $*"
         wasm_install

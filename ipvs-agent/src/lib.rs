@@ -2,8 +2,34 @@
 //!
 //! - [`netlink`]: the IPVS generic-netlink family as pure data (no I/O).
 //! - [`dataplane`]: the boundary between the sync loop and the kernel.
+//! - [`cli`]: the command line.
+//! - [`manifests`]: manifest files and directories, decoded with their origin.
+//! - [`state`]: the state file (the control plane snapshot, written atomically).
+//! - [`cluster`]: the core's control plane fed from manifests and the state file.
+//! - [`clock`]: the monotonic clock that gives the core its time.
+//! - [`node`]: this node's name and addresses.
+//! - [`sync`]: the sync loop, generic over the dataplane.
+//! - [`agent`]: `run`'s main loop: manifests, leases, syncs, state.
+//! - [`cleanup`]: `cleanup`: removing what the agent owns.
+//! - [`metrics`], [`http`]: `/metrics` and `/healthz`.
+//! - [`kernel`]: the Linux side: IPVS generic-netlink socket, `kube-ipvs0`
+//!   over rtnetlink, sysctls, and [`kernel::LinuxDataplane`].
 
 #![warn(missing_docs)]
 
+pub mod agent;
+pub mod cleanup;
+pub mod cli;
+pub mod clock;
+pub mod cluster;
 pub mod dataplane;
+pub mod http;
+pub mod kernel;
+pub mod manifests;
+#[cfg(test)]
+mod memory;
+pub mod metrics;
 pub mod netlink;
+pub mod node;
+pub mod state;
+pub mod sync;

@@ -56,6 +56,26 @@ impl Object {
         }
     }
 
+    /// The object's namespace as stored: `default` when none is given for a
+    /// namespaced kind, empty for the cluster-scoped Node and ServiceCIDR.
+    pub fn namespace(&self) -> &str {
+        match self {
+            Object::Service(o) => o.metadata.namespace_or_default(),
+            Object::Pod(o) => o.metadata.namespace_or_default(),
+            Object::EndpointSlice(o) => o.metadata.namespace_or_default(),
+            Object::ServiceCidr(_) | Object::Node(_) => "",
+        }
+    }
+
+    /// `Kind namespace/name` (`Kind name` for cluster-scoped kinds), the
+    /// way people name an object in messages.
+    pub fn describe(&self) -> String {
+        match self.namespace() {
+            "" => format!("{} {}", self.kind(), self.name()),
+            ns => format!("{} {ns}/{}", self.kind(), self.name()),
+        }
+    }
+
     /// The resource kubectl names the object by in `<resource>/<name>`:
     /// the lower-case kind, with the API group for kinds outside the core
     /// group (`endpointslice.discovery.k8s.io`).
@@ -83,6 +103,13 @@ pub struct ManifestError {
 /// Parses YAML or JSON text holding one or more objects (`---`-separated
 /// documents, or a `kind: List` with `items`). Empty documents are skipped.
 pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
+    Ok(parse_documents(text)?.into_iter().map(|(_, o)| o).collect())
+}
+
+/// Like [`parse_manifests`], with the 1-based number of the document each
+/// object came from (the items of a `kind: List` share their document's),
+/// so a caller can name the document when the object is later refused.
+pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError> {
     let mut objects = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let document = i + 1;
@@ -98,10 +125,10 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
                 .cloned()
                 .unwrap_or_default();
             for item in items {
-                objects.push(decode_object(item).map_err(fail)?);
+                objects.push((document, decode_object(item).map_err(fail)?));
             }
         } else {
-            objects.push(decode_object(value).map_err(fail)?);
+            objects.push((document, decode_object(value).map_err(fail)?));
         }
     }
     Ok(objects)
@@ -198,6 +225,21 @@ mod tests {
             Object::Service(s) => assert_eq!(s.metadata.name, "b"),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn documents_are_numbered_from_one_skipping_empty_ones() {
+        let text = "---\napiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: x}\n---\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n}}\n- {apiVersion: v1, kind: Pod, metadata: {name: p}}\n";
+        let docs = parse_documents(text).unwrap();
+        let described: Vec<(usize, String)> = docs.iter().map(|(d, o)| (*d, o.describe())).collect();
+        assert_eq!(
+            described,
+            vec![
+                (1, "Service x/a".to_string()),
+                (3, "Node n".to_string()),
+                (3, "Pod default/p".to_string())
+            ]
+        );
     }
 
     #[test]

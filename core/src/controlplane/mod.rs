@@ -16,6 +16,7 @@ pub mod config;
 pub mod error;
 pub mod objects;
 pub mod proxy;
+pub mod prune;
 pub mod services;
 pub mod slices;
 pub mod snapshot;
@@ -23,6 +24,7 @@ pub mod snapshot;
 pub use apply::{Applied, ApplyAction};
 pub use config::{ClusterConfig, ConfigError, ValidatedConfig};
 pub use error::ApiError;
+pub use prune::{ObjectRef, SetOutcome};
 pub use snapshot::Snapshot;
 
 use crate::api::{EndpointSlice, Node, ObjectMeta, Pod, Service, ServiceCidr};

@@ -1,0 +1,203 @@
+//! Declarative apply, as `kubectl apply --prune` does it: the control plane
+//! made to hold exactly a given set of objects, beside the ones it makes
+//! itself (the `kubernetes` Service and its EndpointSlice, the EndpointSlice
+//! controller's slices). The agent runs its manifest files through this.
+
+use super::{ApiError, Applied, ControlPlane};
+use crate::api::manifest::Object;
+use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use std::collections::BTreeSet;
+
+/// An object by kind, namespace (empty for cluster-scoped kinds) and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef {
+    /// The kind, as in `kind:`.
+    pub kind: &'static str,
+    /// The namespace, `default` when none was given; empty for Nodes and
+    /// ServiceCIDRs.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectRef {
+    /// The reference of an object.
+    pub fn of(object: &Object) -> ObjectRef {
+        ObjectRef {
+            kind: object.kind(),
+            namespace: object.namespace().to_string(),
+            name: object.name().to_string(),
+        }
+    }
+
+    fn new(kind: &'static str, namespace: &str, name: &str) -> ObjectRef {
+        ObjectRef {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+/// What [`ControlPlane::apply_set`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SetOutcome {
+    /// Each object of the set, as applied, in the order it was applied.
+    pub applied: Vec<Applied>,
+    /// The objects deleted because the set no longer has them.
+    pub deleted: Vec<Object>,
+}
+
+/// The order kinds are applied in: what others refer to first.
+fn apply_rank(object: &Object) -> u8 {
+    match object {
+        Object::ServiceCidr(_) => 0,
+        Object::Node(_) => 1,
+        Object::Service(_) => 2,
+        Object::EndpointSlice(_) => 3,
+        Object::Pod(_) => 4,
+    }
+}
+
+impl ControlPlane {
+    /// Every object a user created, in the order they can be deleted:
+    /// Services (all but `default/kubernetes`), user-supplied
+    /// EndpointSlices (not the controller's, not `kubernetes`'), Pods,
+    /// Nodes, then ServiceCIDRs (which cannot go while Services use them).
+    pub fn user_objects(&self) -> Vec<ObjectRef> {
+        let mut out: Vec<ObjectRef> = self
+            .services
+            .keys()
+            .filter(|(ns, name)| !is_kubernetes_service(ns, name))
+            .map(|(ns, name)| ObjectRef::new("Service", ns, name))
+            .collect();
+        out.extend(
+            self.endpoint_slices
+                .iter()
+                .filter(|((ns, name), slice)| !slice.is_managed_by_controller() && !(is_kubernetes_service(ns, name)))
+                .map(|((ns, name), _)| ObjectRef::new("EndpointSlice", ns, name)),
+        );
+        out.extend(self.pods.keys().map(|(ns, name)| ObjectRef::new("Pod", ns, name)));
+        out.extend(self.nodes.keys().map(|name| ObjectRef::new("Node", "", name)));
+        out.extend(
+            self.service_cidrs
+                .keys()
+                .map(|name| ObjectRef::new("ServiceCIDR", "", name)),
+        );
+        out
+    }
+
+    /// Makes the user objects exactly `objects`: deletes the user objects
+    /// the set does not name, then applies the set, ServiceCIDRs first,
+    /// then Nodes, Services, EndpointSlices and Pods (each kind in the
+    /// order given). All or nothing: when an object is refused, the
+    /// control plane is left as it was and the error comes back with the
+    /// index of that object in `objects`.
+    pub fn apply_set(&mut self, objects: &[Object]) -> Result<SetOutcome, (usize, ApiError)> {
+        let before = self.clone();
+        let result = self.apply_set_inner(objects);
+        if result.is_err() {
+            *self = before;
+        }
+        result
+    }
+
+    fn apply_set_inner(&mut self, objects: &[Object]) -> Result<SetOutcome, (usize, ApiError)> {
+        let keep: BTreeSet<ObjectRef> = objects.iter().map(ObjectRef::of).collect();
+        let mut outcome = SetOutcome::default();
+        for gone in self.user_objects().into_iter().filter(|r| !keep.contains(r)) {
+            // The index of a deleted object is not in the set; point past it.
+            let deleted = self
+                .delete(gone.kind, &gone.namespace, &gone.name)
+                .map_err(|e| (objects.len(), e))?;
+            outcome.deleted.push(deleted);
+        }
+        let mut order: Vec<usize> = (0..objects.len()).collect();
+        order.sort_by_key(|&i| apply_rank(&objects[i]));
+        for i in order {
+            let applied = self.apply_object(objects[i].clone()).map_err(|e| (i, e))?;
+            outcome.applied.push(applied);
+        }
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::manifest::parse_manifests;
+    use crate::controlplane::{ApplyAction, ClusterConfig};
+
+    const SET: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {selector: {app: web}, ports: [{port: 80}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\nstatus: {phase: Running, podIPs: [{ip: 10.244.0.5}], conditions: [{type: Ready, status: \"True\"}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {ports: [{port: 5432, targetPort: 5432}]}\n";
+
+    fn objects(text: &str) -> Vec<Object> {
+        parse_manifests(text).unwrap()
+    }
+
+    fn names(cp: &ControlPlane) -> Vec<String> {
+        cp.user_objects()
+            .into_iter()
+            .map(|r| format!("{} {}/{}", r.kind, r.namespace, r.name))
+            .collect()
+    }
+
+    #[test]
+    fn holds_exactly_the_set_and_keeps_what_the_control_plane_made() {
+        let mut cp = ControlPlane::new(ClusterConfig {
+            apiservers: vec!["192.168.0.10:6443".into()],
+            ..ClusterConfig::default()
+        })
+        .unwrap();
+        let outcome = cp.apply_set(&objects(SET)).unwrap();
+        assert_eq!(outcome.applied.len(), 3);
+        assert_eq!(
+            names(&cp),
+            vec!["Service default/db", "Service default/web", "Pod default/web-1"]
+        );
+        let web_ip = cp.service("default", "web").unwrap().spec.cluster_ip.clone();
+        assert_eq!(cp.endpoint_slices_for("default", "web").len(), 1);
+
+        // db and the pod leave the set: they are deleted, web keeps its IP.
+        let smaller = objects(SET)[..1].to_vec();
+        let outcome = cp.apply_set(&smaller).unwrap();
+        assert_eq!(outcome.deleted.len(), 2);
+        assert_eq!(outcome.applied[0].action, ApplyAction::Unchanged);
+        assert_eq!(names(&cp), vec!["Service default/web"]);
+        assert_eq!(cp.service("default", "web").unwrap().spec.cluster_ip, web_ip);
+        assert!(cp.service("default", "kubernetes").is_some());
+        assert!(cp.endpoint_slice("default", "kubernetes").is_some());
+        // The controller's slice for web stays (now without endpoints).
+        assert_eq!(cp.endpoint_slices_for("default", "web").len(), 1);
+
+        // An empty set leaves only what the control plane made itself.
+        cp.apply_set(&[]).unwrap();
+        assert!(cp.user_objects().is_empty());
+        assert_eq!(cp.services().count(), 1);
+    }
+
+    #[test]
+    fn a_refused_object_changes_nothing_and_is_named_by_index() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        cp.apply_set(&objects(SET)).unwrap();
+        let before = cp.clone();
+        let bad = SET.replace("{port: 5432,", "{port: 0,");
+        let (index, err) = cp.apply_set(&objects(&bad)[1..]).unwrap_err();
+        assert_eq!(index, 1, "db is the second object of the set");
+        assert_eq!(
+            err.to_string(),
+            "The Service \"db\" is invalid: spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive"
+        );
+        assert_eq!(cp, before, "web was not deleted, the pod not re-applied");
+    }
+
+    #[test]
+    fn service_cidrs_are_applied_before_the_services_that_use_them() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec: {clusterIP: 10.200.0.10, ports: [{port: 80}]}\n---\napiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: more}\nspec: {cidrs: [10.200.0.0/24]}\n";
+        cp.apply_set(&objects(text)).unwrap();
+        assert_eq!(cp.service("default", "extra").unwrap().spec.cluster_ip, "10.200.0.10");
+        // Both leave together: the Service goes first, so the CIDR can go.
+        cp.apply_set(&[]).unwrap();
+        assert_eq!(cp.service_cidrs().count(), 0);
+    }
+}

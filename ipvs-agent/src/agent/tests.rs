@@ -1,0 +1,207 @@
+use super::*;
+use crate::memory::MemoryDataplane;
+use std::fs;
+use std::path::Path;
+use svcnet_core::controlplane::ClusterConfig;
+use svcnet_core::proxy::{Protocol, VirtualServerKey};
+
+const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {type: NodePort, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n";
+
+fn pod(name: &str, ip: &str) -> String {
+    format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {{app: web}}}}\nspec: {{nodeName: node-a}}\nstatus: {{phase: Running, podIPs: [{{ip: {ip}}}], conditions: [{{type: Ready, status: \"True\"}}]}}\n")
+}
+
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\nstatus: {addresses: [{type: InternalIP, address: 192.168.0.10}]}\n";
+
+fn settings() -> AgentSettings {
+    AgentSettings {
+        node: NodeFlags::new(Some("node-a".into()), vec![]),
+        host_ips: vec!["198.51.100.1".parse().unwrap()],
+        proxy: ProxyConfig::default(),
+        sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
+    }
+}
+
+fn start(dir: &Path) -> Result<Agent<MemoryDataplane>, ClusterError> {
+    let config = ClusterConfig {
+        apiservers: vec!["192.168.0.10:6443".into()],
+        ..ClusterConfig::default()
+    };
+    let cluster = Cluster::open(config, Some(dir.join("state.json")), vec![dir.join("manifests")])?;
+    Agent::start(
+        cluster,
+        MemoryDataplane::default(),
+        settings(),
+        Arc::new(Metrics::default()),
+        T0,
+    )
+}
+
+/// Replaces a file by rename, as a ConfigMap volume update does.
+fn replace(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp-new");
+    fs::write(&tmp, text).unwrap();
+    fs::rename(&tmp, path).unwrap();
+}
+
+const T0: Time = Time(5_000_000);
+
+fn at(secs: u64) -> Time {
+    T0.plus(Duration::from_secs(secs))
+}
+
+fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = dir.path().join("manifests");
+    fs::create_dir(&manifests).unwrap();
+    fs::write(manifests.join("node.yaml"), NODE).unwrap();
+    let file = manifests.join("web.yaml");
+    fs::write(
+        &file,
+        format!(
+            "{WEB}---\n{}---\n{}",
+            pod("web-1", "10.244.1.11"),
+            pod("web-2", "10.244.1.12")
+        ),
+    )
+    .unwrap();
+    (dir, file)
+}
+
+fn web_vs(agent: &Agent<MemoryDataplane>) -> VirtualServerKey {
+    let ip = agent
+        .control_plane()
+        .service("default", "web")
+        .unwrap()
+        .spec
+        .cluster_ip
+        .parse()
+        .unwrap();
+    VirtualServerKey::new(Protocol::Tcp, ip, 80)
+}
+
+#[tokio::test]
+async fn programs_the_manifests_and_follows_file_changes() {
+    let (dir, file) = setup();
+    let mut agent = start(dir.path()).unwrap();
+    assert!(dir.path().join("state.json").exists(), "saved at start");
+    let report = agent.step(T0).await.unwrap();
+    assert!(report.full && report.succeeded());
+    let web = web_vs(&agent);
+    let kernel = &agent.sync_loop().dataplane().table;
+    assert_eq!(kernel.virtual_servers[&web].real_servers.len(), 2);
+    let node_port = agent.control_plane().service("default", "web").unwrap().spec.ports[0]
+        .node_port
+        .unwrap();
+    let on_node = VirtualServerKey::new(Protocol::Tcp, "192.168.0.10".parse().unwrap(), node_port as u16);
+    assert!(
+        kernel.virtual_servers.contains_key(&on_node),
+        "NodePort on the Node object's address"
+    );
+    let kubernetes = VirtualServerKey::new(Protocol::Tcp, "10.96.0.1".parse().unwrap(), 443);
+    assert_eq!(
+        kernel.virtual_servers[&kubernetes].real_servers.len(),
+        1,
+        "the apiserver endpoint"
+    );
+
+    // web-2 goes: picked up at the next poll, synced incrementally.
+    replace(&file, &format!("{WEB}---\n{}", pod("web-1", "10.244.1.11")));
+    let report = agent.step(at(1)).await.unwrap();
+    assert_eq!(
+        (report.full, report.operations),
+        (false, 2),
+        "from the ClusterIP and the NodePort"
+    );
+    let kernel = &agent.sync_loop().dataplane().table;
+    assert_eq!(kernel.virtual_servers[&web].real_servers.len(), 1);
+    assert_eq!(agent.step(at(2)).await, None, "nothing changed");
+    let saved = fs::read_to_string(dir.path().join("state.json")).unwrap();
+    assert!(!saved.contains("web-2"), "the state file follows");
+}
+
+#[tokio::test]
+async fn a_bad_manifest_keeps_the_previous_state_programmed_and_saved() {
+    let (dir, file) = setup();
+    let mut agent = start(dir.path()).unwrap();
+    agent.step(T0).await.unwrap();
+    let state = dir.path().join("state.json");
+    let saved = fs::read_to_string(&state).unwrap();
+    let programmed = agent.sync_loop().dataplane().table.clone();
+
+    replace(&file, &WEB.replace("port: 80,", "port: 0,"));
+    assert_eq!(agent.step(at(1)).await, None, "nothing to sync");
+    assert_eq!(agent.sync_loop().dataplane().table, programmed);
+    assert_eq!(fs::read_to_string(&state).unwrap(), saved);
+    assert!(
+        agent.control_plane().pod("default", "web-1").is_some(),
+        "pods were not pruned"
+    );
+    assert!(agent.metrics.render().contains("ipvs_agent_manifest_errors_total 1"));
+
+    // A directory that disappears is reported once, however long it stays away.
+    let manifests = dir.path().join("manifests");
+    fs::rename(&manifests, dir.path().join("elsewhere")).unwrap();
+    assert_eq!(agent.step(at(2)).await, None);
+    assert_eq!(agent.step(at(3)).await, None);
+    assert!(agent.metrics.render().contains("ipvs_agent_manifest_errors_total 2"));
+    assert_eq!(agent.sync_loop().dataplane().table, programmed);
+    fs::rename(dir.path().join("elsewhere"), &manifests).unwrap();
+
+    // Fixed: picked up again.
+    replace(&file, &format!("{WEB}---\n{}", pod("web-3", "10.244.1.13")));
+    let report = agent.step(at(4)).await.unwrap();
+    assert_eq!(
+        report.operations, 6,
+        "add web-3, delete web-1 and web-2 (no connections), twice"
+    );
+    assert_ne!(fs::read_to_string(&state).unwrap(), saved);
+}
+
+#[tokio::test]
+async fn starting_with_a_bad_manifest_is_an_error_naming_it() {
+    let (dir, file) = setup();
+    fs::write(
+        &file,
+        format!(
+            "{}---\n{}",
+            pod("web-1", "10.244.1.11"),
+            WEB.replace("port: 80,", "port: 0,")
+        ),
+    )
+    .unwrap();
+    let err = start(dir.path()).err().unwrap().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{}: document 2 (Service default/web): spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+            file.display()
+        )
+    );
+    assert!(!dir.path().join("state.json").exists());
+}
+
+#[tokio::test]
+async fn a_restart_keeps_addresses_and_adopts_the_kernel() {
+    let (dir, _) = setup();
+    let mut agent = start(dir.path()).unwrap();
+    agent.step(T0).await.unwrap();
+    let kernel = std::mem::take(&mut agent.sync_loop_mut().dataplane_mut().table);
+    let ip = agent
+        .control_plane()
+        .service("default", "web")
+        .unwrap()
+        .spec
+        .cluster_ip
+        .clone();
+    drop(agent);
+
+    let mut again = start(dir.path()).unwrap();
+    again.sync_loop_mut().dataplane_mut().table = kernel;
+    assert_eq!(
+        again.control_plane().service("default", "web").unwrap().spec.cluster_ip,
+        ip
+    );
+    let report = again.step(at(100)).await.unwrap();
+    assert_eq!((report.full, report.operations), (true, 0), "adopted as it is");
+}

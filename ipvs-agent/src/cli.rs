@@ -1,0 +1,402 @@
+//! The command line: `plan`, `run` and `cleanup`, their flags, defaults
+//! and the help text that explains what the agent does. Parsing only: the
+//! commands themselves live in `main.rs`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+use svcnet_core::apiserver::node_port::PortRange;
+use svcnet_core::controlplane::ClusterConfig;
+use svcnet_core::proxy::Scheduler;
+
+const ABOUT: &str = "Programs Linux IPVS for Kubernetes-style Services, like kube-proxy's IPVS mode, but incrementally";
+
+const LONG_ABOUT: &str = concat!(
+    "Programs Linux IPVS for Kubernetes-style Services, like kube-proxy's IPVS mode, but incrementally.\n\n",
+    "A Service gets a ClusterIP: a virtual address, taken from --service-cluster-ip-range, that no machine owns. ",
+    "Clients connect to ClusterIP:port and the kernel's IPVS load balancer picks one of the Service's pods ",
+    "(a \"real server\") and rewrites the destination (NAT). Each ClusterIP:port:protocol is an IPVS ",
+    "\"virtual server\"; a NodePort Service also gets one on every node address. The ClusterIPs are bound on ",
+    "the dummy interface kube-ipvs0 so the node accepts their packets.\n\n",
+    "The agent reads Services, Pods, Nodes and EndpointSlices from manifest files, runs the same allocation ",
+    "and EndpointSlice logic as kube-apiserver and kube-controller-manager, and keeps the kernel's IPVS table ",
+    "equal to what kube-proxy would program. It adopts what the kernel already has (no flush), changes only ",
+    "what differs, drains removed pods gracefully, and never touches virtual servers it does not own."
+);
+
+const EXAMPLES: &str = "\
+Examples:
+  # What would be programmed, without touching the kernel (no privileges needed):
+  ipvs-agent plan --manifests examples/ --node-name node-a --format ipvsadm-save
+
+  # Program the kernel once and exit (needs CAP_NET_ADMIN):
+  ipvs-agent run --manifests examples/ --state-file /var/lib/ipvs-agent/state.json --once
+
+  # Keep it programmed, picking up manifest changes within a second:
+  ipvs-agent run --manifests /etc/ipvs-agent/ --state-file /var/lib/ipvs-agent/state.json \\
+      --apiserver-endpoint 192.168.0.10:6443
+
+  # Remove everything the agent owns (other virtual servers stay):
+  ipvs-agent cleanup";
+
+/// The `ipvs-agent` command line.
+#[derive(Debug, Parser)]
+#[command(name = "ipvs-agent", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The three commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what would be programmed; needs no privileges and no kernel.
+    #[command(
+        long_about = "Print what `run` would program on this node, without touching the kernel (no privileges \
+                      needed): the Services with their allocated ClusterIPs and NodePorts, the EndpointSlices, \
+                      the IPVS virtual servers with their real servers, and the kube-ipvs0 addresses.",
+        after_help = "Formats:\n  table         kubectl-style tables, then the table as `ipvsadm -Ln` shows it\n  \
+                      ipvsadm-save  exactly what `ipvsadm-save -n` prints after `run --once` (`ipvsadm -R` reads it)\n  \
+                      json          {services, endpointSlices, virtualServers, addresses}\n  \
+                      dns           the cluster DNS records, as a zone file"
+    )]
+    Plan(PlanArgs),
+    /// Program the kernel's IPVS table and keep it in sync.
+    #[command(
+        long_about = "Program the kernel's IPVS table and keep it in sync with the manifests. On start the \
+                            agent reads the kernel's table and adopts it (no flush, no dropped connections), then \
+                            applies only the differences. Manifest changes are picked up within --min-sync-period; \
+                            every --sync-period the whole table is re-checked, so rules deleted by hand come back. \
+                            A removed pod's real server is set to weight 0 and deleted once its connections end \
+                            (or after --drain-timeout). Needs CAP_NET_ADMIN."
+    )]
+    Run(RunArgs),
+    /// Remove the virtual servers and kube-ipvs0 addresses the agent owns, and the link.
+    #[command(
+        long_about = "Remove everything the agent owns: the virtual servers on kube-ipvs0 addresses and \
+                            NodePorts on the node's addresses, the kube-ipvs0 addresses, then the kube-ipvs0 link. \
+                            Virtual servers on other addresses (keepalived, hand-made ipvsadm rules) are left alone. \
+                            Needs CAP_NET_ADMIN."
+    )]
+    Cleanup(CleanupArgs),
+}
+
+impl Command {
+    /// The flags every command shares.
+    pub fn common(&self) -> &Common {
+        match self {
+            Command::Plan(a) => &a.common,
+            Command::Run(a) => &a.common,
+            Command::Cleanup(a) => &a.common,
+        }
+    }
+}
+
+/// Flags shared by every command: where the cluster comes from and the node.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// A manifest file or directory (*.yaml, *.yml, *.json; directories are read in name order, not
+    /// recursively, skipping hidden entries). Repeatable. Files may hold several `---` documents.
+    #[arg(long = "manifests", value_name = "PATH")]
+    pub manifests: Vec<PathBuf>,
+    /// Where allocated ClusterIPs and NodePorts are kept across restarts (JSON, written atomically).
+    /// `plan` reads it but never writes it.
+    #[arg(long, value_name = "PATH")]
+    pub state_file: Option<PathBuf>,
+    /// The CIDR(s) ClusterIPs come from: one, or one IPv4 and one IPv6 separated by a comma.
+    #[arg(long, value_name = "CIDR[,CIDR]", default_value = "10.96.0.0/12", value_parser = parse_cluster_ip_range)]
+    pub service_cluster_ip_range: String,
+    /// The ports NodePorts come from.
+    #[arg(long, value_name = "FIRST-LAST", default_value = "30000-32767", value_parser = parse_port_range)]
+    pub service_node_port_range: PortRange,
+    /// An apiserver address behind the `kubernetes` Service (default/kubernetes, the first ClusterIP). Repeatable.
+    #[arg(long, value_name = "IP:PORT")]
+    pub apiserver_endpoint: Vec<SocketAddr>,
+    /// This node's name, matched against pods' spec.nodeName and the Node objects [default: the hostname]
+    #[arg(long, value_name = "NAME")]
+    pub node_name: Option<String>,
+    /// An address of this node; NodePorts listen on each. Repeatable [default: the addresses of the Node
+    /// object named --node-name if the manifests have one, else the host's addresses]
+    #[arg(long, value_name = "IP")]
+    pub node_ip: Vec<IpAddr>,
+    /// The IPVS scheduler of every virtual server (a Service may pick another with the
+    /// svcnet.io/ipvs-scheduler annotation).
+    #[arg(long, value_name = "NAME", default_value = "rr", value_parser = parse_scheduler)]
+    pub scheduler: Scheduler,
+    /// Seed of the ClusterIP/NodePort allocator: same seed and manifests, same addresses.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// The cluster DNS zone (for `plan --format dns`).
+    #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
+    pub cluster_domain: String,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+impl Common {
+    /// The cluster configuration these flags describe.
+    pub fn cluster_config(&self) -> ClusterConfig {
+        ClusterConfig {
+            service_cluster_ip_range: self.service_cluster_ip_range.clone(),
+            service_node_port_range: self.service_node_port_range.to_string(),
+            node_ips: self.node_ip.iter().map(ToString::to_string).collect(),
+            seed: self.seed,
+            cluster_domain: self.cluster_domain.clone(),
+            apiservers: self.apiserver_endpoint.iter().map(ToString::to_string).collect(),
+            ..ClusterConfig::default()
+        }
+    }
+}
+
+/// `plan`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// The flags every command shares.
+    #[command(flatten)]
+    pub common: Common,
+    /// What to print.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
+    pub format: PlanFormat,
+}
+
+/// `run`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The flags every command shares.
+    #[command(flatten)]
+    pub common: Common,
+    /// Apply one full sync and exit: status 0 when every operation succeeded, 1 otherwise.
+    #[arg(long)]
+    pub once: bool,
+    /// At most one sync per this period; manifest files are checked for changes as often.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub min_sync_period: Duration,
+    /// A full re-check of the kernel's table this often, repairing drift.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub sync_period: Duration,
+    /// Where /healthz is served (200 while syncs succeed within 2 x --sync-period, else 503).
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:10256")]
+    pub healthz_bind_address: SocketAddr,
+    /// Where /metrics is served (Prometheus text format).
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:10249")]
+    pub metrics_bind_address: SocketAddr,
+    /// Leave the sysctls kube-proxy sets (net.ipv4.vs.conntrack, ip_forward, ...) as they are.
+    #[arg(long)]
+    pub skip_sysctls: bool,
+    /// Also set arp_ignore=1 and arp_announce=2 on all interfaces (kube-proxy's --ipvs-strict-arp),
+    /// so this node does not answer ARP for the ClusterIPs bound on kube-ipvs0.
+    #[arg(long, conflicts_with = "skip_sysctls")]
+    pub ipvs_strict_arp: bool,
+    /// How long a removed real server with open TCP connections drains at weight 0 before it is
+    /// deleted anyway.
+    #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+}
+
+/// `cleanup`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct CleanupArgs {
+    /// The flags every command shares.
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `plan --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// kubectl-style tables and the `ipvsadm -Ln` listing.
+    Table,
+    /// `ipvsadm-save -n` text.
+    IpvsadmSave,
+    /// One JSON object.
+    Json,
+    /// DNS records as a zone file.
+    Dns,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// `key=value` lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 500ms, 1s, 30s, 2m)"))?;
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+fn parse_scheduler(text: &str) -> Result<Scheduler, String> {
+    Scheduler::known(text).ok_or_else(|| format!("unknown IPVS scheduler; must be one of {}", Scheduler::known_names()))
+}
+
+fn parse_port_range(text: &str) -> Result<PortRange, String> {
+    text.parse::<PortRange>().map_err(|e| e.to_string())
+}
+
+fn parse_cluster_ip_range(text: &str) -> Result<String, String> {
+    let config = ClusterConfig {
+        service_cluster_ip_range: text.to_string(),
+        ..ClusterConfig::default()
+    };
+    config.validate().map(|_| text.to_string()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, String> {
+        Cli::try_parse_from(std::iter::once("ipvs-agent").chain(args.iter().copied())).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_follow_kube_proxy_and_kubeadm() {
+        let Command::Run(run) = parse(&["run"]).unwrap().command else {
+            panic!("not run");
+        };
+        assert!(!run.once);
+        assert_eq!(run.min_sync_period, Duration::from_secs(1));
+        assert_eq!(run.sync_period, Duration::from_secs(30));
+        assert_eq!(run.drain_timeout, Duration::from_secs(600));
+        assert_eq!(run.healthz_bind_address.to_string(), "127.0.0.1:10256");
+        assert_eq!(run.metrics_bind_address.to_string(), "127.0.0.1:10249");
+        let c = &run.common;
+        assert_eq!(c.service_cluster_ip_range, "10.96.0.0/12");
+        assert_eq!(c.service_node_port_range.to_string(), "30000-32767");
+        assert_eq!(c.scheduler, Scheduler::Rr);
+        assert_eq!((c.seed, c.cluster_domain.as_str()), (0, "cluster.local"));
+        assert_eq!(c.log_format, LogFormat::Text);
+        assert!(c.manifests.is_empty() && c.node_ip.is_empty() && c.node_name.is_none());
+    }
+
+    #[test]
+    fn repeatable_flags_and_durations() {
+        let cli = parse(&[
+            "run",
+            "--manifests",
+            "a.yaml",
+            "--manifests",
+            "dir",
+            "--apiserver-endpoint",
+            "192.168.0.10:6443",
+            "--apiserver-endpoint",
+            "[fd00::10]:6443",
+            "--node-ip",
+            "192.0.2.10",
+            "--node-ip",
+            "2001:db8::10",
+            "--min-sync-period",
+            "500ms",
+            "--sync-period",
+            "2m",
+            "--once",
+            "--skip-sysctls",
+            "--scheduler",
+            "mh",
+            "--service-cluster-ip-range",
+            "10.96.0.0/16,fd00:10:96::/112",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(
+            run.common.manifests,
+            vec![PathBuf::from("a.yaml"), PathBuf::from("dir")]
+        );
+        assert_eq!(run.common.apiserver_endpoint.len(), 2);
+        assert_eq!(run.common.node_ip.len(), 2);
+        assert_eq!(run.min_sync_period, Duration::from_millis(500));
+        assert_eq!(run.sync_period, Duration::from_secs(120));
+        assert!(run.once && run.skip_sysctls);
+        assert_eq!(run.common.scheduler, Scheduler::Mh);
+        let config = run.common.cluster_config();
+        assert_eq!(config.apiservers, vec!["192.168.0.10:6443", "[fd00::10]:6443"]);
+        assert_eq!(config.node_ips, vec!["192.0.2.10", "2001:db8::10"]);
+    }
+
+    #[test]
+    fn plan_formats() {
+        for (name, format) in [
+            ("table", PlanFormat::Table),
+            ("ipvsadm-save", PlanFormat::IpvsadmSave),
+            ("json", PlanFormat::Json),
+            ("dns", PlanFormat::Dns),
+        ] {
+            let Command::Plan(plan) = parse(&["plan", "--format", name]).unwrap().command else {
+                panic!("not plan");
+            };
+            assert_eq!(plan.format, format);
+        }
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_the_value() {
+        let cases = [
+            (
+                vec!["run", "--sync-period", "soon"],
+                "'soon' for '--sync-period <DURATION>'",
+            ),
+            (vec!["run", "--min-sync-period", "0s"], "must be greater than zero"),
+            (
+                vec!["plan", "--scheduler", "fastest"],
+                "'fastest' for '--scheduler <NAME>'",
+            ),
+            (vec!["plan", "--scheduler", "fastest"], "must be one of rr, wrr"),
+            (vec!["plan", "--node-ip", "node-a"], "'node-a' for '--node-ip <IP>'"),
+            (
+                vec!["plan", "--apiserver-endpoint", "10.0.0.1"],
+                "'10.0.0.1' for '--apiserver-endpoint <IP:PORT>'",
+            ),
+            (
+                vec!["plan", "--service-cluster-ip-range", "10.96.0.0/30"],
+                "the service cluster IP range must be at least 8 IP addresses",
+            ),
+            (
+                vec!["plan", "--service-node-port-range", "30000-"],
+                "'30000-' for '--service-node-port-range <FIRST-LAST>'",
+            ),
+            (vec!["plan", "--format", "yaml"], "'yaml' for '--format <FORMAT>'"),
+            (vec!["plan", "--seed", "many"], "'many' for '--seed <N>'"),
+            (vec!["frob"], "unrecognized subcommand 'frob'"),
+        ];
+        for (args, want) in cases {
+            let err = parse(&args).unwrap_err();
+            assert!(err.contains(want), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn help_teaches_and_shows_defaults() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("ClusterIP"), "{help}");
+        assert!(help.contains("virtual server"), "{help}");
+        assert!(help.contains("ipvs-agent plan --manifests examples/"), "{help}");
+        let mut cmd = Cli::command();
+        let run = cmd.find_subcommand_mut("run").unwrap().render_long_help().to_string();
+        for default in [
+            "[default: 1s]",
+            "[default: 30s]",
+            "[default: 600s]",
+            "[default: 127.0.0.1:10256]",
+            "[default: 10.96.0.0/12]",
+        ] {
+            assert!(run.contains(default), "{default} missing from:\n{run}");
+        }
+    }
+}

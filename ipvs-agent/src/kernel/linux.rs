@@ -1,0 +1,310 @@
+//! [`LinuxDataplane`]: the [`Dataplane`] that programs the running kernel.
+//! IPVS goes over generic netlink ([`IpvsSocket`], batched), `kube-ipvs0`
+//! and its addresses over rtnetlink ([`KubeIpvs0`]).
+//!
+//! `observe` dumps every virtual server, then the real servers of each (one
+//! GET_DEST dump per virtual server: the kernel runs one dump per socket at
+//! a time), and lists the addresses on `kube-ipvs0`. Virtual servers the
+//! core cannot represent (firewall marks, other protocols) are left out with
+//! a debug log and counted, so the plan never sees, and never touches, them.
+//!
+//! `apply` keeps the operations' order: runs of IPVS operations go to the
+//! kernel as batches (an AddVirtualServer and the AddRealServers that follow
+//! it can share one `sendmsg`, since the kernel handles messages in order),
+//! and address operations run between them in their place.
+
+use std::io;
+
+use svcnet_core::proxy::{IpvsTable, Operation, VirtualServer};
+
+use super::convert::{self, Unrepresentable};
+use super::error::{GenlError, LinkError};
+use super::genl::{IpvsSocket, SocketStats};
+use super::link::{KubeIpvs0, KUBE_IPVS0};
+use crate::dataplane::{ApplyReport, Dataplane, DataplaneError};
+
+/// Counters for metrics, cumulative since the dataplane was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// The IPVS socket's own counters (`sendmsg` calls, requests, refusals).
+    pub socket: SocketStats,
+    /// Operations the kernel accepted.
+    pub operations_applied: u64,
+    /// Operations that failed.
+    pub operations_failed: u64,
+    /// Failed netlink exchanges of any kind: IPVS refusals and lost answers,
+    /// rtnetlink errors, socket errors.
+    pub netlink_errors: u64,
+    /// Completed `observe` calls.
+    pub observations: u64,
+    /// Virtual servers (and real servers) left out of the last observation
+    /// because the core cannot represent them.
+    pub skipped_last_observe: u64,
+}
+
+/// The dataplane of the running Linux kernel.
+#[derive(Debug)]
+pub struct LinuxDataplane {
+    ipvs: IpvsSocket,
+    link: KubeIpvs0,
+    counters: Counters,
+}
+
+impl LinuxDataplane {
+    /// Open the IPVS socket (resolving the family; a missing `ip_vs` gives
+    /// "the IPVS family is not registered: load the ip_vs kernel module
+    /// (modprobe ip_vs)") and an rtnetlink connection for `kube-ipvs0`.
+    /// Must run inside a tokio runtime with I/O enabled.
+    pub fn open() -> Result<Self, DataplaneError> {
+        Self::open_with_link(KUBE_IPVS0)
+    }
+
+    /// [`LinuxDataplane::open`] with another dummy link name.
+    pub fn open_with_link(link: &str) -> Result<Self, DataplaneError> {
+        Ok(Self {
+            ipvs: IpvsSocket::open()?,
+            link: KubeIpvs0::connect(link)?,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            socket: self.ipvs.stats(),
+            ..self.counters
+        }
+    }
+
+    /// The IPVS socket, for requests beyond the `Dataplane` trait (GET_INFO,
+    /// timeouts, ...).
+    pub fn ipvs(&mut self) -> &mut IpvsSocket {
+        &mut self.ipvs
+    }
+
+    /// The `kube-ipvs0` link.
+    pub fn link(&self) -> &KubeIpvs0 {
+        &self.link
+    }
+
+    /// For `run` startup: make sure `kube-ipvs0` exists and is up; returns
+    /// its index.
+    pub async fn ensure_link(&mut self) -> Result<u32, DataplaneError> {
+        self.link_result(self.link.ensure().await)
+    }
+
+    /// For `cleanup`: delete `kube-ipvs0` and its addresses; returns whether
+    /// it existed.
+    pub async fn delete_link(&mut self) -> Result<bool, DataplaneError> {
+        self.link_result(self.link.delete().await)
+    }
+
+    fn link_result<T>(&mut self, result: Result<T, LinkError>) -> Result<T, DataplaneError> {
+        result.map_err(|error| {
+            self.counters.netlink_errors += 1;
+            error.into()
+        })
+    }
+
+    fn genl_result<T>(&mut self, result: Result<T, GenlError>) -> Result<T, DataplaneError> {
+        result.map_err(|error| {
+            self.counters.netlink_errors += 1;
+            error.into()
+        })
+    }
+
+    /// Every virtual server the core can represent, with its real servers.
+    fn observe_ipvs(&mut self, table: &mut IpvsTable) -> Result<u64, DataplaneError> {
+        let services = self.ipvs.services();
+        let services = self.genl_result(services)?;
+        let mut skipped = 0;
+        for entry in services {
+            let (key, settings) = match convert::virtual_server(&entry) {
+                Ok(converted) => converted,
+                Err(why) => {
+                    log::debug!("observe: leaving out {why}: the agent does not manage it");
+                    skipped += 1;
+                    continue;
+                }
+            };
+            let dests = self.ipvs.dests(&entry.key);
+            let dests = self.genl_result(dests)?;
+            let mut real_servers = std::collections::BTreeMap::new();
+            for dest in &dests {
+                match convert::real_server(dest) {
+                    Ok((addr, real)) => {
+                        real_servers.insert(addr, real);
+                    }
+                    Err(why @ Unrepresentable::Forward(..)) => {
+                        log::debug!("observe: {key}: leaving out {why}");
+                        skipped += 1;
+                    }
+                    Err(why) => log::debug!("observe: {key}: {why}"),
+                }
+            }
+            table
+                .virtual_servers
+                .insert(key, VirtualServer { settings, real_servers });
+        }
+        Ok(skipped)
+    }
+
+    /// Carry out a run of IPVS operations as batches.
+    fn apply_ipvs(&mut self, operations: &[Operation], report: &mut ApplyReport) {
+        let mut messages = Vec::with_capacity(operations.len());
+        let mut sent = Vec::with_capacity(operations.len());
+        for operation in operations {
+            match convert::request(operation) {
+                Ok(Some(message)) => {
+                    messages.push(message);
+                    sent.push(operation);
+                }
+                Ok(None) => {}
+                Err(error) => self.fail(
+                    report,
+                    operation,
+                    DataplaneError::Io(io::Error::new(io::ErrorKind::InvalidInput, error.to_string())),
+                ),
+            }
+        }
+        let answers = self.ipvs.execute(messages);
+        for (operation, answer) in sent.into_iter().zip(answers) {
+            match answer {
+                Ok(_) => self.succeed(report),
+                Err(error) => {
+                    self.counters.netlink_errors += 1;
+                    self.fail(report, operation, error.into());
+                }
+            }
+        }
+    }
+
+    fn succeed(&mut self, report: &mut ApplyReport) {
+        report.applied += 1;
+        self.counters.operations_applied += 1;
+    }
+
+    fn fail(&mut self, report: &mut ApplyReport, operation: &Operation, error: DataplaneError) {
+        self.counters.operations_failed += 1;
+        report.failed.push((operation.clone(), error));
+    }
+
+    /// Bind or unbind one address; `index` caches `kube-ipvs0`'s index (the
+    /// link is ensured before the first bind of an apply).
+    async fn apply_address(&mut self, operation: &Operation, index: &mut Option<u32>) -> Result<(), DataplaneError> {
+        match operation {
+            Operation::BindAddress { address } => {
+                let link_index = match *index {
+                    Some(link_index) => link_index,
+                    None => {
+                        let link_index = self.ensure_link().await?;
+                        *index = Some(link_index);
+                        link_index
+                    }
+                };
+                let bound = self.link.bind(link_index, *address).await;
+                self.link_result(bound).map(drop)
+            }
+            Operation::UnbindAddress { address } => {
+                let unbound = self.link.unbind(*address).await;
+                self.link_result(unbound).map(drop)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn is_address(operation: &Operation) -> bool {
+    matches!(
+        operation,
+        Operation::BindAddress { .. } | Operation::UnbindAddress { .. }
+    )
+}
+
+/// A stretch of operations `apply` carries out in one go.
+#[derive(Debug, PartialEq, Eq)]
+enum Run<'a> {
+    /// One address operation (rtnetlink).
+    Address(&'a Operation),
+    /// Consecutive IPVS operations (batched generic netlink).
+    Ipvs(&'a [Operation]),
+}
+
+/// Split `operations` into runs, keeping their order.
+fn runs(operations: &[Operation]) -> Vec<Run<'_>> {
+    let mut runs = Vec::new();
+    let mut rest = operations;
+    while let Some(first) = rest.first() {
+        if is_address(first) {
+            runs.push(Run::Address(first));
+            rest = &rest[1..];
+        } else {
+            let len = rest.iter().position(is_address).unwrap_or(rest.len());
+            runs.push(Run::Ipvs(&rest[..len]));
+            rest = &rest[len..];
+        }
+    }
+    runs
+}
+
+impl Dataplane for LinuxDataplane {
+    async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
+        let mut table = IpvsTable::new();
+        let skipped = self.observe_ipvs(&mut table)?;
+        let addresses = self.link.addresses().await;
+        table.addresses = self.link_result(addresses)?;
+        self.counters.observations += 1;
+        self.counters.skipped_last_observe = skipped;
+        Ok(table)
+    }
+
+    async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
+        let mut report = ApplyReport::default();
+        let mut index = None;
+        for run in runs(operations) {
+            match run {
+                Run::Address(operation) => match self.apply_address(operation, &mut index).await {
+                    Ok(()) => self.succeed(&mut report),
+                    Err(error) => self.fail(&mut report, operation, error),
+                },
+                Run::Ipvs(operations) => self.apply_ipvs(operations, &mut report),
+            }
+        }
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use svcnet_core::proxy::{Protocol, VirtualServerKey};
+
+    use super::*;
+
+    #[test]
+    fn ipvs_operations_between_address_operations_form_one_run() {
+        let vs = VirtualServerKey::new(Protocol::Tcp, "10.96.0.10".parse().unwrap(), 80);
+        let address = vs.address;
+        let ops = vec![
+            Operation::BindAddress { address },
+            Operation::DeleteVirtualServer { virtual_server: vs },
+            Operation::DeleteRealServer {
+                virtual_server: vs,
+                real_server: "10.244.1.1:80".parse().unwrap(),
+            },
+            Operation::UnbindAddress { address },
+            Operation::BindAddress { address },
+            Operation::DeleteVirtualServer { virtual_server: vs },
+        ];
+        assert_eq!(
+            runs(&ops),
+            vec![
+                Run::Address(&ops[0]),
+                Run::Ipvs(&ops[1..3]),
+                Run::Address(&ops[3]),
+                Run::Address(&ops[4]),
+                Run::Ipvs(&ops[5..]),
+            ]
+        );
+        assert!(runs(&[]).is_empty());
+    }
+}

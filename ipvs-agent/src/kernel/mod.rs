@@ -1,0 +1,29 @@
+//! The kernel side of the agent: everything that talks to Linux.
+//!
+//! - [`genl`]: the IPVS generic-netlink socket ([`IpvsSocket`]): family
+//!   resolution through the genl controller ([`family`]), many requests per
+//!   `sendmsg`, every answer matched by sequence number, dumps, GET_INFO,
+//!   GET_CONFIG/SET_CONFIG and FLUSH.
+//! - [`convert`]: the core's table and operations to IPVS messages, and the
+//!   kernel's replies back to the core's table.
+//! - [`link`]: the `kube-ipvs0` dummy link and its /32 and /128 addresses
+//!   (rtnetlink).
+//! - [`sysctl`]: the sysctls kube-proxy's IPVS mode sets.
+//! - [`linux`]: [`LinuxDataplane`], the [`crate::dataplane::Dataplane`]
+//!   built from the above, with counters for metrics.
+//! - [`error`]: what can go wrong on the socket ([`GenlError`]) and on
+//!   the link ([`LinkError`]).
+
+pub mod convert;
+pub mod error;
+pub mod family;
+pub mod genl;
+pub mod link;
+pub mod linux;
+pub mod sysctl;
+
+pub use error::{GenlError, LinkError, RequestError};
+pub use genl::{Answer, IpvsSocket, SocketStats};
+pub use link::KubeIpvs0;
+pub use linux::{Counters, LinuxDataplane};
+pub use sysctl::{apply_sysctls, kube_proxy_sysctls, SysctlChange, SysctlError};

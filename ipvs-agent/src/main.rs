@@ -1,0 +1,295 @@
+//! The `ipvs-agent` binary: parses the command line, sets up logging, and
+//! runs `plan`, `run` or `cleanup` with the library's parts. The kernel
+//! dataplane is made in one place, [`connect_dataplane`].
+
+use clap::Parser;
+use ipvs_agent::agent::{log_outcome, Agent, AgentSettings};
+use ipvs_agent::cleanup::cleanup;
+use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, RunArgs};
+use ipvs_agent::clock::Clock;
+use ipvs_agent::cluster::{Cluster, ClusterError};
+use ipvs_agent::dataplane::DataplaneError;
+use ipvs_agent::http::{self, Endpoints};
+use ipvs_agent::kernel::{apply_sysctls, LinuxDataplane};
+use ipvs_agent::metrics::Metrics;
+use ipvs_agent::node::{host_addresses, NodeFlags};
+use ipvs_agent::sync::SyncSettings;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use svcnet_core::api::{EndpointSlice, Service};
+use svcnet_core::kubectl::{endpoint_slices_table, services_table};
+use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, ProxyConfig};
+
+/// Exit status for bad flags, manifests or state (clap uses 2 as well).
+const USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.command.common().log_format);
+    let result = match cli.command {
+        Command::Plan(args) => plan(&args),
+        Command::Run(args) => runtime().and_then(|rt| rt.block_on(run(args))),
+        Command::Cleanup(args) => runtime().and_then(|rt| rt.block_on(cleanup_command(&args.common))),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure { message, status }) => {
+            eprintln!("error: {message}");
+            ExitCode::from(status)
+        }
+    }
+}
+
+/// A failed command: the one-line message and the exit status.
+struct Failure {
+    message: String,
+    status: u8,
+}
+
+impl From<ClusterError> for Failure {
+    fn from(e: ClusterError) -> Self {
+        Failure {
+            message: e.to_string(),
+            status: USAGE,
+        }
+    }
+}
+
+fn failure(message: impl ToString, status: u8) -> Failure {
+    Failure {
+        message: message.to_string(),
+        status,
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failure(format!("cannot start the async runtime: {e}"), 1))
+}
+
+fn init_logging(format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}
+
+/// The cluster from the common flags: state file read, manifests applied
+/// (so bad flags, state or manifests stop every command before it touches
+/// the kernel). `run` hands it on to the agent.
+fn load_cluster(common: &Common, announce: bool) -> Result<Cluster, Failure> {
+    let mut cluster = Cluster::open(
+        common.cluster_config(),
+        common.state_file.clone(),
+        common.manifests.clone(),
+    )?;
+    let refreshed = cluster.refresh().map_err(|e| failure(e, USAGE))?;
+    if let Some(refreshed) = refreshed.filter(|_| announce) {
+        log_outcome(&refreshed.outcome);
+    }
+    Ok(cluster)
+}
+
+fn proxy_config(common: &Common, drain_timeout_seconds: u64) -> ProxyConfig {
+    ProxyConfig {
+        scheduler: common.scheduler.clone(),
+        node_port_range: common.service_node_port_range,
+        drain_timeout_seconds,
+        ..ProxyConfig::default()
+    }
+}
+
+fn node_flags(common: &Common) -> NodeFlags {
+    NodeFlags::new(common.node_name.clone(), common.node_ip.clone())
+}
+
+fn node_info(common: &Common, cluster: &Cluster) -> Result<NodeInfo, Failure> {
+    node_flags(common)
+        .resolve(cluster.control_plane(), host_addresses)
+        .map_err(|e| failure(e, USAGE))
+}
+
+/// `plan`: what `run` would program, printed.
+fn plan(args: &PlanArgs) -> Result<ExitCode, Failure> {
+    let common = &args.common;
+    let cluster = load_cluster(common, false)?;
+    let cp = cluster.control_plane();
+    let node = node_info(common, &cluster)?;
+    let desired = cp.desired_ipvs_table(
+        &node,
+        &proxy_config(common, ProxyConfig::default().drain_timeout_seconds),
+    );
+    for warning in &desired.warnings {
+        tracing::warn!("{warning}");
+    }
+    let services: Vec<&Service> = cp.services().collect();
+    let slices: Vec<&EndpointSlice> = cp.endpoint_slices().collect();
+    let text = match args.format {
+        PlanFormat::IpvsadmSave => ipvsadm_save(&desired.table),
+        PlanFormat::Dns => cp.dns_zone(),
+        PlanFormat::Json => plan_json(&services, &slices, &desired.table)?,
+        PlanFormat::Table => format!(
+            "Services (kubectl get services -A):\n{}\nEndpointSlices (kubectl get endpointslices -A):\n{}\n\
+             IPVS on node {} ({}) (ipvsadm -Ln):\n{}\nAddresses on kube-ipvs0:\n{}",
+            services_table(&services, true),
+            endpoint_slices_table(&slices, true),
+            node.name,
+            node.ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+            ipvsadm_list(&desired.table),
+            desired
+                .table
+                .addresses
+                .iter()
+                .map(|a| format!("  {a}\n"))
+                .collect::<String>(),
+        ),
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plan_json(services: &[&Service], slices: &[&EndpointSlice], table: &IpvsTable) -> Result<String, Failure> {
+    let mut object = serde_json::json!({
+        "services": services,
+        "endpointSlices": slices,
+    });
+    let table = serde_json::to_value(table).map_err(|e| failure(e, 1))?;
+    if let (Some(out), serde_json::Value::Object(table)) = (object.as_object_mut(), table) {
+        out.extend(table);
+    }
+    serde_json::to_string_pretty(&object)
+        .map(|s| s + "\n")
+        .map_err(|e| failure(e, 1))
+}
+
+/// `run`: the agent, until SIGTERM or Ctrl-C (or after one sync with `--once`).
+async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
+    let common = &args.common;
+    let cluster = load_cluster(common, true)?;
+    let clock = Clock::starting_at_least(cluster.control_plane().now());
+    let node = node_flags(common);
+    let host_ips = if common.node_ip.is_empty() {
+        host_addresses()
+    } else {
+        Vec::new()
+    };
+    let settings = AgentSettings {
+        node,
+        host_ips,
+        proxy: proxy_config(common, args.drain_timeout.as_secs()),
+        sync: SyncSettings::new(args.min_sync_period, args.sync_period),
+    };
+    let metrics = Arc::new(Metrics::default());
+    let dataplane = connect_dataplane(args.skip_sysctls, args.ipvs_strict_arp)
+        .await
+        .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
+    let mut agent = Agent::start(cluster, dataplane, settings, metrics.clone(), clock.now())?;
+
+    if args.once {
+        let report = agent.sync_now(clock.now()).await;
+        agent.save();
+        return Ok(if report.succeeded() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+
+    let endpoints = Endpoints {
+        metrics,
+        health_timeout: args.sync_period.saturating_mul(2),
+    };
+    for (what, addr) in [
+        ("healthz", args.healthz_bind_address),
+        ("metrics", args.metrics_bind_address),
+    ] {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => {
+                tracing::info!(%addr, "serving /{what}");
+                tokio::spawn(http::serve(listener, endpoints.clone()));
+            }
+            Err(e) => tracing::error!(%addr, error = %e, "cannot serve /{what}"),
+        }
+    }
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        agent.step(clock.now()).await;
+        let now = clock.now();
+        let wait = agent.next_wake(now).since(now);
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = &mut shutdown => break,
+        }
+    }
+    agent.save();
+    tracing::info!("stopped; the kernel's table stays as programmed");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// `cleanup`: everything owned goes, nothing else.
+async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
+    let cluster = load_cluster(common, false)?;
+    let node = node_info(common, &cluster)?;
+    let mut dataplane = connect_dataplane(true, false)
+        .await
+        .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
+    let now = Clock::starting_at_least(cluster.control_plane().now()).now();
+    let proxy = proxy_config(common, 0);
+    let report = cleanup(&mut dataplane, &node, &proxy, now)
+        .await
+        .map_err(|e| failure(format!("cannot read the kernel's IPVS table: {e}"), 1))?;
+    for line in &report.failed {
+        tracing::warn!("not removed: {line}");
+    }
+    if let Some(e) = &report.link_error {
+        tracing::warn!(error = %e, "kube-ipvs0 not removed");
+    }
+    tracing::info!(
+        operations = report.operations,
+        failed = report.failed.len(),
+        "cleanup complete"
+    );
+    Ok(if report.succeeded() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The Linux dataplane (IPVS over generic netlink, `kube-ipvs0` over
+/// rtnetlink, created on the first address bind), after kube-proxy's
+/// sysctls unless `skip_sysctls` (with strict ARP when `strict_arp`). This
+/// is the one place the binary makes it.
+async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<LinuxDataplane, DataplaneError> {
+    if !skip_sysctls {
+        let changes =
+            apply_sysctls(strict_arp).map_err(|e| DataplaneError::Io(std::io::Error::other(e.to_string())))?;
+        for change in &changes {
+            tracing::info!(key = change.key, old = %change.old, new = %change.new, "sysctl set");
+        }
+    }
+    LinuxDataplane::open()
+}

@@ -1,0 +1,205 @@
+//! Manifest files: finding them (`--manifests` files and directories),
+//! reading them, noticing when they change, and decoding them into
+//! objects that remember their file and document, so any error can name
+//! both. Decoding itself is the core's ([`parse_documents`]).
+//!
+//! A directory contributes its `*.yaml`, `*.yml` and `*.json` entries in
+//! name order, not recursively, skipping hidden entries (names starting
+//! with `.`): a Kubernetes ConfigMap volume works as it is, since its
+//! visible names are symlinks into a hidden `..data` directory that is
+//! swapped by rename.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use svcnet_core::api::manifest::{parse_documents, Object};
+use svcnet_core::controlplane::ApiError;
+use svcnet_core::field::FieldError;
+use thiserror::Error;
+
+/// Why the manifests could not be used.
+#[derive(Debug, Error)]
+pub enum ManifestError {
+    /// A path could not be read (missing, unreadable, not UTF-8).
+    #[error("{path}: {message}")]
+    Read {
+        /// The path as given or found.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A document does not decode (bad YAML, unknown field, wrong type).
+    #[error("{path}: document {document}: {message}")]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// 1-based document number in the file.
+        document: usize,
+        /// The core's message, with the field path.
+        message: String,
+    },
+    /// The control plane refused an object (validation, allocation).
+    #[error("{path}: document {document} ({object}): {}", refusal(.error))]
+    Refused {
+        /// The file.
+        path: PathBuf,
+        /// 1-based document number in the file.
+        document: usize,
+        /// `Kind namespace/name`.
+        object: String,
+        /// The control plane's error.
+        error: Box<ApiError>,
+    },
+    /// An object no longer in the manifests could not be deleted.
+    #[error("cannot delete what the manifests no longer hold: {0}")]
+    Prune(Box<ApiError>),
+}
+
+/// The field errors of an `Invalid` refusal, `; `-separated (the object is
+/// named already); any other error as the control plane words it.
+fn refusal(error: &ApiError) -> String {
+    match error {
+        ApiError::Invalid { errors, .. } => errors.iter().map(FieldError::to_string).collect::<Vec<_>>().join("; "),
+        other => other.to_string(),
+    }
+}
+
+/// One manifest file's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// The file, as given or as found in a given directory.
+    pub path: PathBuf,
+    /// Its text.
+    pub text: String,
+}
+
+/// Where an object came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based document number.
+    pub document: usize,
+}
+
+/// Every manifest file's text, read in one go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sources {
+    /// The files in order.
+    pub files: Vec<Source>,
+}
+
+impl Sources {
+    /// Reads every `--manifests` path (files and directories).
+    pub fn read(paths: &[PathBuf]) -> Result<Sources, ManifestError> {
+        let mut files = Vec::new();
+        for path in paths {
+            for file in expand(path)? {
+                let text = std::fs::read_to_string(&file).map_err(|e| ManifestError::Read {
+                    path: file.clone(),
+                    message: e.to_string(),
+                })?;
+                files.push(Source { path: file, text });
+            }
+        }
+        Ok(Sources { files })
+    }
+
+    /// A fingerprint of the file names and contents: equal fingerprints,
+    /// same manifests (however the files were replaced).
+    pub fn fingerprint(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        self.files.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// Decodes every document of every file, in order.
+    pub fn decode(&self) -> Result<Manifests, ManifestError> {
+        let mut manifests = Manifests::default();
+        for source in &self.files {
+            let docs = parse_documents(&source.text).map_err(|e| ManifestError::Decode {
+                path: source.path.clone(),
+                document: e.document,
+                message: e.message,
+            })?;
+            for (document, object) in docs {
+                manifests.objects.push(object);
+                manifests.origins.push(Origin {
+                    path: source.path.clone(),
+                    document,
+                });
+            }
+        }
+        Ok(manifests)
+    }
+}
+
+impl Hash for Source {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.path.hash(state);
+        self.text.hash(state);
+    }
+}
+
+/// The decoded objects, each with its origin (same index).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifests {
+    /// The objects in file and document order.
+    pub objects: Vec<Object>,
+    /// Where each came from.
+    pub origins: Vec<Origin>,
+}
+
+impl Manifests {
+    /// Names the object at `index` in a control plane refusal (as
+    /// returned by `ControlPlane::apply_set`); an index past the end is a
+    /// failed deletion.
+    pub fn refusal(&self, index: usize, error: ApiError) -> ManifestError {
+        match (self.objects.get(index), self.origins.get(index)) {
+            (Some(object), Some(origin)) => ManifestError::Refused {
+                path: origin.path.clone(),
+                document: origin.document,
+                object: object.describe(),
+                error: Box::new(error),
+            },
+            _ => ManifestError::Prune(Box::new(error)),
+        }
+    }
+}
+
+/// Reads and decodes in one step.
+pub fn load(paths: &[PathBuf]) -> Result<Manifests, ManifestError> {
+    Sources::read(paths)?.decode()
+}
+
+/// The manifest files a path stands for.
+fn expand(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let read_error = |e: std::io::Error| ManifestError::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let meta = std::fs::metadata(path).map_err(read_error)?;
+    if !meta.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(read_error)? {
+        let entry = entry.map_err(read_error)?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let wanted = [".yaml", ".yml", ".json"].iter().any(|ext| name.ends_with(ext));
+        if name.starts_with('.') || !wanted {
+            continue;
+        }
+        let file = entry.path();
+        // Follow symlinks: a ConfigMap volume's entries are links.
+        if std::fs::metadata(&file).map(|m| m.is_file()).unwrap_or(false) {
+            files.push(file);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+use super::*;
+use std::fs;
+use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
+
+const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n";
+const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\n";
+
+fn apply(paths: &[PathBuf]) -> Result<ControlPlane, String> {
+    let manifests = load(paths).map_err(|e| e.to_string())?;
+    let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+    cp.apply_set(&manifests.objects)
+        .map_err(|(i, e)| manifests.refusal(i, e).to_string())?;
+    Ok(cp)
+}
+
+#[test]
+fn directories_give_their_manifest_files_in_name_order_skipping_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("b.yml"), POD).unwrap();
+    fs::write(dir.path().join("a.yaml"), WEB).unwrap();
+    fs::write(
+        dir.path().join("c.json"),
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"}}"#,
+    )
+    .unwrap();
+    fs::write(dir.path().join("README.md"), "not a manifest").unwrap();
+    fs::write(dir.path().join(".hidden.yaml"), "kind: [").unwrap();
+    fs::create_dir(dir.path().join("sub.yaml")).unwrap();
+    let manifests = load(&[dir.path().to_path_buf()]).unwrap();
+    let described: Vec<String> = manifests.objects.iter().map(|o| o.describe()).collect();
+    assert_eq!(described, vec!["Service default/web", "Pod default/web-1", "Node n"]);
+    assert_eq!(manifests.origins[1].path, dir.path().join("b.yml"));
+    assert_eq!(manifests.origins[1].document, 1);
+}
+
+#[test]
+fn multi_document_files_number_their_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("all.yaml");
+    fs::write(&file, format!("# comment\n{WEB}---\n{POD}---\n")).unwrap();
+    let manifests = load(std::slice::from_ref(&file)).unwrap();
+    assert_eq!(manifests.objects.len(), 2);
+    assert_eq!(manifests.origins[1].document, 2);
+}
+
+#[test]
+fn a_refused_object_names_file_document_object_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("services.yaml");
+    let bad = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 0, targetPort: 8080}]}\n";
+    fs::write(&file, format!("{POD}---\n{POD}---\n{bad}")).unwrap();
+    let err = apply(std::slice::from_ref(&file)).unwrap_err();
+    assert_eq!(
+        err,
+        format!(
+            "{}: document 3 (Service default/web): spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn decode_errors_name_file_document_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.yaml");
+    let typo =
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports:\n  - port: 80\n    targetport: 8080\n";
+    fs::write(&file, format!("{WEB}---\n{typo}")).unwrap();
+    assert_eq!(
+        apply(std::slice::from_ref(&file)).unwrap_err(),
+        format!(
+            "{}: document 2: Service in version \"v1\" cannot be handled as a Service: strict decoding error: unknown field \"spec.ports[0].targetport\"",
+            file.display()
+        )
+    );
+    fs::write(
+        &file,
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: eighty}]}\n",
+    )
+    .unwrap();
+    let err = apply(std::slice::from_ref(&file)).unwrap_err();
+    assert!(err.starts_with(&format!("{}: document 1: ", file.display())), "{err}");
+    assert!(err.contains("spec.ports[0].port"), "{err}");
+}
+
+#[test]
+fn missing_paths_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.yaml");
+    let err = apply(std::slice::from_ref(&missing)).unwrap_err();
+    assert!(err.starts_with(&format!("{}: ", missing.display())), "{err}");
+    assert!(err.contains("No such file"), "{err}");
+}
+
+#[test]
+fn allocation_failures_are_named_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clash.yaml");
+    let a = "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {clusterIP: 10.96.0.10, ports: [{port: 53}]}\n";
+    fs::write(&file, format!("{a}---\n{}", a.replace("name: a", "name: b"))).unwrap();
+    assert_eq!(
+        apply(std::slice::from_ref(&file)).unwrap_err(),
+        format!(
+            "{}: document 2 (Service default/b): spec.clusterIPs: Invalid value: []string{{\"10.96.0.10\"}}: failed to allocate IP 10.96.0.10: provided IP is already allocated",
+            file.display()
+        )
+    );
+}
+
+#[test]
+fn the_fingerprint_follows_content_not_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("svc.yaml");
+    fs::write(&file, WEB).unwrap();
+    let paths = [dir.path().to_path_buf()];
+    let first = Sources::read(&paths).unwrap().fingerprint();
+    fs::write(&file, WEB).unwrap();
+    assert_eq!(Sources::read(&paths).unwrap().fingerprint(), first);
+    // Replaced by rename, as a ConfigMap update does.
+    let tmp = dir.path().join(".tmp");
+    fs::write(&tmp, WEB.replace("80", "81")).unwrap();
+    fs::rename(&tmp, &file).unwrap();
+    assert_ne!(Sources::read(&paths).unwrap().fingerprint(), first);
+}

@@ -1,0 +1,55 @@
+//! An in-memory [`Dataplane`] for tests of the loop logic: the kernel's
+//! table simulated by the core's [`apply_operation`] over an [`IpvsTable`],
+//! with failures that can be switched on. The real kernel is tested in the
+//! VM suite.
+
+use crate::dataplane::{ApplyReport, Dataplane, DataplaneError};
+use svcnet_core::proxy::{apply_operation, IpvsTable, Operation};
+
+/// A simulated kernel table.
+#[derive(Debug, Default)]
+pub struct MemoryDataplane {
+    /// The table as the "kernel" has it.
+    pub table: IpvsTable,
+    /// Every operation asked for, in order.
+    pub log: Vec<Operation>,
+    /// How many reads happened.
+    pub reads: usize,
+    /// Fail every read while set.
+    pub fail_reads: bool,
+    /// Refuse every operation while set.
+    pub fail_operations: bool,
+    /// Set when cleanup removed the `kube-ipvs0` link.
+    pub link_removed: bool,
+}
+
+fn injected(what: &str) -> DataplaneError {
+    DataplaneError::Io(std::io::Error::other(format!("injected failure: {what}")))
+}
+
+impl Dataplane for MemoryDataplane {
+    async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
+        self.reads += 1;
+        if self.fail_reads {
+            return Err(injected("read"));
+        }
+        Ok(self.table.clone())
+    }
+
+    async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
+        let mut report = ApplyReport::default();
+        for op in operations {
+            self.log.push(op.clone());
+            let result = if self.fail_operations {
+                Err(injected("operation"))
+            } else {
+                apply_operation(&mut self.table, op).map_err(|e| DataplaneError::Address(e.to_string()))
+            };
+            match result {
+                Ok(()) => report.applied += 1,
+                Err(e) => report.failed.push((op.clone(), e)),
+            }
+        }
+        report
+    }
+}

@@ -1,0 +1,266 @@
+use super::*;
+use crate::memory::MemoryDataplane;
+use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
+use svcnet_core::proxy::{Protocol, VirtualServer, VirtualServerKey, VirtualServerSettings};
+
+const SVC: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 10.96.0.20, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n";
+
+fn pod(name: &str, ip: &str) -> String {
+    format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {{app: web}}}}\nspec: {{nodeName: node-a}}\nstatus: {{phase: Running, podIPs: [{{ip: {ip}}}], conditions: [{{type: Ready, status: \"True\"}}]}}\n")
+}
+
+fn cluster() -> ControlPlane {
+    let mut cp = ControlPlane::new(ClusterConfig {
+        apiservers: vec!["192.168.0.10:6443".into()],
+        ..ClusterConfig::default()
+    })
+    .unwrap();
+    for text in [
+        SVC.to_string(),
+        pod("web-1", "10.244.1.11"),
+        pod("web-2", "10.244.1.12"),
+    ] {
+        for r in cp.apply_manifest(&text).unwrap() {
+            r.unwrap();
+        }
+    }
+    cp
+}
+
+fn node() -> NodeInfo {
+    NodeInfo {
+        name: "node-a".into(),
+        ips: vec!["192.168.0.10".parse().unwrap()],
+        zone: None,
+    }
+}
+
+fn settings() -> SyncSettings {
+    SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30))
+}
+
+fn new_loop(dp: MemoryDataplane, cp: &ControlPlane) -> SyncLoop<MemoryDataplane> {
+    let mut sync = SyncLoop::new(
+        dp,
+        ProxyConfig::default(),
+        node(),
+        settings(),
+        Arc::new(Metrics::default()),
+    );
+    sync.rebuild(cp.services(), cp.endpoint_slices(), node());
+    sync
+}
+
+fn update(sync: &mut SyncLoop<MemoryDataplane>, cp: &ControlPlane, key: &str) {
+    let (ns, name) = key.split_once('/').unwrap();
+    let slices = cp.endpoint_slices_for(ns, name);
+    sync.update_service(key, cp.service(ns, name).map(|s| (s, slices.as_slice())));
+}
+
+fn web() -> VirtualServerKey {
+    VirtualServerKey::new(Protocol::Tcp, "10.96.0.20".parse().unwrap(), 80)
+}
+
+fn rs(ip: &str) -> std::net::SocketAddr {
+    format!("{ip}:8080").parse().unwrap()
+}
+
+const T0: Time = Time(1_000_000);
+
+fn at(secs: u64) -> Time {
+    T0.plus(Duration::from_secs(secs))
+}
+
+#[tokio::test]
+async fn first_sync_programs_everything_and_a_matching_table_is_adopted_without_operations() {
+    let cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    let report = sync.tick(T0).await.unwrap();
+    assert!(report.full && report.succeeded());
+    assert!(report.operations > 0);
+    assert_eq!(&sync.dataplane().table, sync.desired());
+
+    // A restarted agent finds the same table, with live connections.
+    let mut kernel = std::mem::take(&mut sync.dataplane_mut().table);
+    kernel.set_counters(&web(), rs("10.244.1.11"), 3, 1);
+    let mut restarted = new_loop(
+        MemoryDataplane {
+            table: kernel,
+            ..MemoryDataplane::default()
+        },
+        &cp,
+    );
+    let report = restarted.tick(T0).await.unwrap();
+    assert_eq!((report.full, report.operations), (true, 0));
+    assert!(restarted.dataplane_mut().log.is_empty(), "no flush, nothing touched");
+}
+
+#[tokio::test]
+async fn foreign_virtual_servers_are_never_touched() {
+    let cp = cluster();
+    let mut kernel = IpvsTable::default();
+    let foreign = VirtualServerKey::new(Protocol::Tcp, "203.0.113.5".parse().unwrap(), 443);
+    kernel.virtual_servers.insert(
+        foreign,
+        VirtualServer {
+            settings: VirtualServerSettings {
+                scheduler: Default::default(),
+                flags: Default::default(),
+                timeout: 0,
+                netmask: u32::MAX,
+            },
+            real_servers: Default::default(),
+        },
+    );
+    let mut sync = new_loop(
+        MemoryDataplane {
+            table: kernel,
+            ..MemoryDataplane::default()
+        },
+        &cp,
+    );
+    sync.tick(T0).await.unwrap();
+    sync.sync(true, at(40)).await;
+    let dp = sync.dataplane_mut();
+    assert!(dp.table.virtual_servers.contains_key(&foreign));
+    assert!(
+        dp.log.iter().all(|op| !op.to_string().contains("203.0.113.5")),
+        "{:?}",
+        dp.log
+    );
+}
+
+#[tokio::test]
+async fn drift_is_repaired_by_the_periodic_full_sync() {
+    let cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    // Someone runs `ipvsadm -D -t 10.96.0.20:80`.
+    sync.dataplane_mut().table.virtual_servers.remove(&web());
+    assert_eq!(sync.tick(at(5)).await, None, "nothing due before the sync period");
+    assert_eq!(sync.next_due(at(5)), at(30));
+    let report = sync.tick(at(30)).await.unwrap();
+    assert!(report.full);
+    assert_eq!(report.operations, 3, "the virtual server and its two real servers");
+    assert_eq!(&sync.dataplane().table, sync.desired());
+}
+
+#[tokio::test]
+async fn changes_are_synced_incrementally_and_rate_limited() {
+    let mut cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    let reads = sync.dataplane_mut().reads;
+
+    for r in cp.apply_manifest(&pod("web-3", "10.244.1.13")).unwrap() {
+        r.unwrap();
+    }
+    update(&mut sync, &cp, "default/web");
+    // Within min-sync-period of the last sync: wait.
+    let soon = T0.plus(Duration::from_millis(300));
+    assert_eq!(sync.tick(soon).await, None);
+    assert_eq!(sync.next_due(soon), at(1));
+    let report = sync.tick(at(1)).await.unwrap();
+    assert_eq!((report.full, report.operations, report.failed), (false, 1, 0));
+    assert_eq!(sync.dataplane_mut().reads, reads, "no dump for an incremental sync");
+    assert_eq!(&sync.dataplane().table, sync.desired());
+    assert_eq!(sync.tick(at(2)).await, None, "nothing left to do");
+}
+
+#[tokio::test]
+async fn draining_real_servers_go_when_their_connections_end() {
+    let mut cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
+
+    cp.delete_pod("default", "web-2").unwrap();
+    update(&mut sync, &cp, "default/web");
+    let report = sync.tick(at(1)).await.unwrap();
+    assert_eq!(report.operations, 1);
+    let kept = &sync.dataplane().table.virtual_servers[&web()].real_servers[&rs("10.244.1.12")];
+    assert_eq!(kept.weight, 0, "drains at weight 0 while a connection is open");
+    assert_eq!(sync.plan_state().draining.len(), 1);
+
+    // Counters are re-read every drain check period, not on every tick.
+    let reads = sync.dataplane_mut().reads;
+    assert_eq!(sync.next_due(at(2)), at(6));
+    let report = sync.tick(at(6)).await.unwrap();
+    assert_eq!((report.full, report.operations), (false, 0), "still connected");
+    assert_eq!(sync.dataplane_mut().reads, reads + 1);
+
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 0, 0);
+    let report = sync.tick(at(11)).await.unwrap();
+    assert_eq!(report.operations, 1);
+    assert_eq!(&sync.dataplane().table, sync.desired());
+    assert!(sync.plan_state().draining.is_empty());
+}
+
+#[tokio::test]
+async fn draining_stops_at_the_drain_timeout() {
+    let mut cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
+    cp.delete_pod("default", "web-2").unwrap();
+    update(&mut sync, &cp, "default/web");
+    sync.tick(at(1)).await.unwrap();
+    let report = sync.sync(false, at(1 + 600)).await;
+    assert_eq!(report.operations, 1);
+    assert!(sync.plan_state().draining.is_empty());
+}
+
+#[tokio::test]
+async fn failures_back_off_exponentially_and_recover() {
+    let cp = cluster();
+    let mut sync = new_loop(
+        MemoryDataplane {
+            fail_reads: true,
+            ..MemoryDataplane::default()
+        },
+        &cp,
+    );
+    let report = sync.tick(T0).await.unwrap();
+    assert!(report.read_error.as_deref().unwrap().contains("injected failure"));
+    let mut now = T0;
+    let mut delays = Vec::new();
+    for _ in 0..7 {
+        let due = sync.next_due(now);
+        delays.push(due.since(now).as_secs());
+        assert_eq!(sync.tick(Time(due.0 - 1)).await, None, "not before the backoff");
+        now = due;
+        assert!(!sync.tick(now).await.unwrap().succeeded());
+    }
+    assert_eq!(delays, vec![1, 2, 4, 8, 16, 30, 30]);
+
+    sync.dataplane_mut().fail_reads = false;
+    let due = sync.next_due(now);
+    let report = sync.tick(due).await.unwrap();
+    assert!(report.full && report.succeeded());
+    assert_eq!(&sync.dataplane().table, sync.desired());
+    assert_eq!(
+        sync.next_due(due),
+        due.plus(Duration::from_secs(30)),
+        "back to the sync period"
+    );
+}
+
+#[tokio::test]
+async fn refused_operations_are_retried_with_a_full_sync() {
+    let cp = cluster();
+    let mut sync = new_loop(
+        MemoryDataplane {
+            fail_operations: true,
+            ..MemoryDataplane::default()
+        },
+        &cp,
+    );
+    let report = sync.tick(T0).await.unwrap();
+    assert_eq!(report.failed, report.operations);
+    assert!(!report.succeeded());
+    sync.dataplane_mut().fail_operations = false;
+    assert_eq!(sync.tick(T0.plus(Duration::from_millis(500))).await, None);
+    let report = sync.tick(at(1)).await.unwrap();
+    assert!(report.full && report.succeeded());
+    assert_eq!(&sync.dataplane().table, sync.desired());
+}

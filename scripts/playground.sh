@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The browser playground (web/) and its browser tests: what `make
+# playground` and `make browser-test` run.
+#
+# Usage: scripts/playground.sh prepare | serve [PORT] | deps | test
+#
+#   prepare   copy the browser package `make wasm` wrote (target/wasm/web/)
+#             into web/pkg/, where web/js/app.js imports it (git-ignored)
+#   serve     serve web/ on 127.0.0.1 (python3 -m http.server), printing the
+#             URL; PORT defaults to 8080, or the next free one
+#   deps      Debian's Chromium (apt-get, only when /usr/bin/chromium is
+#             missing) and the pinned playwright-core (npm ci in
+#             tests/browser/); never lets a tool download a browser of its own
+#   test      node --test tests/browser/session.test.mjs (the console's logic
+#             over the Node build), then tests/browser/run.mjs in Chromium
+#             (needs prepare, deps and target/wasm/node)
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WEB="$ROOT/web"
+PKG_SRC="$ROOT/target/wasm/web"
+
+log() { printf '[playground] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+prepare() {
+    [[ -f "$PKG_SRC/svcnet_wasm.js" && -f "$PKG_SRC/svcnet_wasm_bg.wasm" ]] ||
+        die "no browser package in $PKG_SRC: run make wasm first"
+    rm -rf "$WEB/pkg"
+    mkdir -p "$WEB/pkg"
+    cp "$PKG_SRC/svcnet_wasm.js" "$PKG_SRC/svcnet_wasm_bg.wasm" "$WEB/pkg/"
+    [[ -f "$PKG_SRC/svcnet_wasm.d.ts" ]] && cp "$PKG_SRC/svcnet_wasm.d.ts" "$WEB/pkg/"
+    log "web/pkg/: $(du -k "$WEB/pkg/svcnet_wasm_bg.wasm" | cut -f1) KB of wasm; web/ is ready for any static host"
+}
+
+port_free() {
+    python3 - "$1" <<'PY'
+import socket, sys
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+PY
+}
+
+serve() {
+    local port="${1:-8080}"
+    [[ -f "$WEB/pkg/svcnet_wasm.js" ]] || die "web/pkg/ is missing: run make playground (or scripts/playground.sh prepare)"
+    command -v python3 >/dev/null || die "python3 is needed to serve web/ (apt-get install -y python3), or serve web/ with any static server"
+    local tries=0
+    until port_free "$port"; do
+        port=$((port + 1)); tries=$((tries + 1))
+        ((tries < 50)) || die "no free port found"
+    done
+    echo
+    echo "  Playground: http://localhost:$port/"
+    echo "  (serving $WEB; Ctrl+C stops it)"
+    echo
+    exec python3 -m http.server "$port" --bind 127.0.0.1 --directory "$WEB"
+}
+
+deps() {
+    if [[ ! -x /usr/bin/chromium ]]; then
+        log "installing Debian's chromium"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 ||
+            { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+    fi
+    log "$(/usr/bin/chromium --version 2>/dev/null || echo 'chromium: version unknown')"
+    command -v npm >/dev/null || die "npm is needed for playwright-core (Node 20 and npm come with the machine)"
+    local lock="$ROOT/tests/browser/package-lock.json" stamp="$ROOT/tests/browser/node_modules/.svcnet-lock"
+    if [[ -f "$stamp" ]] && cmp -s "$lock" "$stamp"; then
+        log "playwright-core: already installed from package-lock.json"
+    else
+        (cd "$ROOT/tests/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund >&2)
+        cp "$lock" "$stamp"
+    fi
+}
+
+run_tests() {
+    [[ -f "$ROOT/target/wasm/node/svcnet_wasm.js" ]] || die "no Node package in target/wasm/node: run make wasm first"
+    cd "$ROOT/tests/browser"
+    # The console's logic over the Node build first (no browser), then Chromium.
+    local status=0
+    node --test session.test.mjs || status=1
+    node run.mjs || status=1
+    return "$status"
+}
+
+case "${1:-}" in
+    prepare) prepare ;;
+    serve) serve "${2:-8080}" ;;
+    deps) deps ;;
+    test) run_tests ;;
+    *) echo "usage: $0 prepare | serve [PORT] | deps | test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,405 @@
+// Browser tests of the playground: Debian's Chromium, driven headless by
+// playwright-core, against web/ served on localhost by this script.
+//
+//   node run.mjs            (make browser-test builds and installs first)
+//
+// Prints one `ok`/`FAIL` line per test and ends with
+// `browser: N passed, M failed`; exits non-zero when any failed.
+// Screenshots go to target/browser/; one also to docs/playground.png when
+// SVCNET_DOCS_SCREENSHOT=1.
+
+import { chromium } from 'playwright-core';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { readFile, mkdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join, extname, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, '../..');
+const WEB = join(ROOT, 'web');
+const SHOTS = join(ROOT, 'target/browser');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const require = createRequire(import.meta.url);
+// The Node build of the same core: what the page must agree with.
+const { Cluster } = require(join(ROOT, 'target/wasm/node/svcnet_wasm.js'));
+const { clusterOptions } = await import(join(WEB, 'js/session.js'));
+
+// ---- a static server for web/ --------------------------------------------------
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm', '.png': 'image/png', '.json': 'application/json', '.ts': 'text/plain' };
+
+function serve() {
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const file = join(WEB, path.endsWith('/') ? `${path}index.html` : path);
+    if (!file.startsWith(WEB)) { res.writeHead(403).end(); return; }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  });
+  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
+}
+
+// ---- the harness -----------------------------------------------------------------
+
+const results = [];
+const problems = []; // console errors and page errors, from every page
+
+async function test(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    results.push(true);
+    console.log(`ok   ${name} (${Date.now() - started} ms)`);
+  } catch (err) {
+    results.push(false);
+    console.log(`FAIL ${name}\n     ${String(err.stack ?? err).split('\n').slice(0, 6).join('\n     ')}`);
+  }
+}
+
+let browser;
+let base;
+
+async function openPage(hash = '', viewport = { width: 1366, height: 768 }) {
+  const context = await browser.newContext({ viewport, reducedMotion: 'reduce' });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write']).catch(() => {});
+  const page = await context.newPage();
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error on ${page.url()}: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
+  await page.goto(`${base}/${hash}`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 20000 });
+  return page;
+}
+
+/** Types a command into the console and presses Enter; returns its output. */
+async function kubectl(page, line) {
+  const before = await page.locator('#console-output .entry').count();
+  await page.fill('#console-input', line);
+  await page.press('#console-input', 'Enter');
+  await page.waitForFunction((n) => document.querySelectorAll('#console-output .entry').length > n, before);
+  return page.locator('#console-output .entry').last().innerText();
+}
+
+async function tab(page, name) {
+  await page.click(`#tab-${name}`);
+  return page.locator(`#view-${name}`);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+}
+
+/** The ClusterIP the core gives the n-th Service created after `kubernetes`. */
+function coreClusterIps(options, names, ports = [80]) {
+  const c = new Cluster(options);
+  return names.map((name) => {
+    const [svc] = c.apply(JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { selector: { app: name }, ports: ports.map((p) => ({ port: p, targetPort: p })) } }));
+    return svc.spec.clusterIP;
+  });
+}
+
+// ---- the tests ----------------------------------------------------------------------
+
+async function main() {
+  if (!existsSync(join(WEB, 'pkg/svcnet_wasm.js'))) throw new Error('web/pkg/ is missing: run make playground-site (or scripts/playground.sh prepare)');
+  await rm(SHOTS, { recursive: true, force: true });
+  await mkdir(SHOTS, { recursive: true });
+  const server = await serve();
+  base = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // playwright gives every launch a fresh profile (--user-data-dir) of its own.
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+
+  await test('the page loads the core and starts on 10.96.0.0/12 with kubernetes on 10.96.0.1', async () => {
+    const page = await openPage();
+    const services = await page.locator('#view-services').innerText();
+    assert.match(services, /kubernetes/);
+    assert.equal(await page.locator('#view-services [data-service="kubernetes"] .cluster-ip').innerText(), '10.96.0.1');
+    assert.equal(await page.locator('.range-ip[data-ip="10.96.0.1"]').count(), 1);
+    assert.equal(await page.locator('#range-map .cells .cell').count(), 256, 'a /12 is drawn as 256 blocks');
+    await shot(page, '01-start');
+    await page.context().close();
+  });
+
+  await test('guided tour: Next runs each step in the console; Back rebuilds the cluster', async () => {
+    const page = await openPage();
+    await page.click('#tour-start');
+    const step = () => page.locator('#tour-count').innerText();
+    assert.match(await step(), /step 1 of 9/i);
+    assert.match(await page.locator('#console-output').innerText(), /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
+    await page.click('#tour-next'); // create svc test
+    const [expected] = coreClusterIps(clusterOptions('10.96.0.0/12', 0), ['test']);
+    const testIp = await page.locator('#view-services [data-service="test"] .cluster-ip').innerText();
+    assert.equal(testIp, expected, 'the tour\'s test Service has the core\'s ClusterIP for seed 0');
+    assert.match(await page.locator('#console-output').innerText(), /service\/test created/);
+    assert.match(await page.locator('#tour-body').innerText(), new RegExp(testIp.replace(/\./g, '\\.')));
+    await shot(page, '02-tour-create-svc');
+    await page.click('#tour-next'); // empty slices
+    assert.match(await page.locator('#view-slices').innerText(), /no endpoints/);
+    await page.click('#tour-next'); // delete kubernetes
+    const out = await page.locator('#console-output').innerText();
+    assert.match(out, /service "kubernetes" deleted/);
+    assert.match(out, /kubectl get svc kubernetes\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s/);
+    await page.click('#tour-next'); // deployment: endpoints appear
+    const slices = await page.locator('#view-slices').innerText();
+    assert.equal((slices.match(/\bready\b/g) ?? []).length >= 2, true, 'two ready endpoints');
+    assert.match(await page.locator('#console-output').innerText(), /deployment\.apps\/test created/);
+    await shot(page, '03-tour-endpoints');
+    await page.click('#tour-next'); // ipvs + packet walk
+    assert.match(await page.locator('#console-output').innerText(), new RegExp(`TCP  ${testIp.replace(/\./g, '\\.')}:80 rr`));
+    await page.click('#walk-send');
+    const hops = await page.locator('#walk-hops').innerText();
+    assert.match(hops, new RegExp(`dst ${testIp.replace(/\./g, '\\.')}:80`));
+    assert.match(hops, /dst 10\.244\.0\.\d+:80/, 'DNAT to a pod');
+    assert.match(hops, new RegExp(`src ${testIp.replace(/\./g, '\\.')}:80 → dst 10\\.244\\.0\\.254`), 'the reply is rewritten back to the ClusterIP');
+    await shot(page, '04-tour-packet-walk');
+    await page.click('#tour-next'); // unready
+    assert.match(await page.locator('#walk-stage').innerText(), /not ready/);
+    assert.match(await page.locator('#view-walk .hint').first().innerText(), /^1 real server/);
+    await page.click('#tour-next'); // selector-less + manual slice
+    assert.match(await page.locator('#console-output').innerText(), /service\/external-db created\nendpointslice\.discovery\.k8s\.io\/external-db-1 created/);
+    assert.match(await page.locator('#view-slices').innerText(), /192\.168\.10\.20/);
+    await page.click('#tab-ipvs');
+    assert.match(await page.locator('#ipvs-text').innerText(), /-> 192\.168\.10\.20:5432\s+Masq/);
+    await page.click('#tour-back');
+    assert.match(await step(), /step 7 of 9/i);
+    assert.equal(await page.locator('#view-services [data-service="external-db"]').count(), 0, 'Back removed what step 8 created');
+    assert.equal(await page.locator('#view-services [data-service="test"] .cluster-ip').innerText(), testIp, 'and kept the rest');
+    await page.click('#tour-next');
+    await page.click('#tour-next');
+    assert.match(await step(), /step 9 of 9/i);
+    assert.equal(await page.locator('#tour-next').innerText(), 'Finish');
+    await shot(page, '05-tour-end');
+    await page.context().close();
+  });
+
+  await test('a Service created in the console shows its ClusterIP in the Services view, the range map and IPVS, as the core computes it', async () => {
+    const seed = 42;
+    const page = await openPage();
+    await page.fill('#seed-input', String(seed));
+    await page.click('#cidr-form button[type="submit"]');
+    assert.equal(await kubectl(page, 'kubectl create svc clusterip web --tcp=80:8080'), 'kubectl create svc clusterip web --tcp=80:8080\nservice/web created');
+    await kubectl(page, 'kubectl create svc nodeport shop --tcp=443');
+    const [web, shop] = coreClusterIps(clusterOptions('10.96.0.0/12', seed), ['web', 'shop']);
+    assert.equal(await page.locator('#view-services [data-service="web"] .cluster-ip').innerText(), web);
+    assert.equal(await page.locator('#view-services [data-service="shop"] .cluster-ip').innerText(), shop);
+    assert.equal(await page.locator(`.range-ip[data-ip="${web}"]`).count(), 1, 'web is listed on the range map');
+    const block = page.locator('#range-map .cell.used.fresh');
+    assert.equal(await block.count() >= 1, true, 'the newest allocation is highlighted on the map');
+    await block.first().focus();
+    assert.match(await page.locator('#range-detail-0').innerText(), new RegExp(`${shop.replace(/\./g, '\\.')} shop`));
+    await tab(page, 'ipvs');
+    const ipvs = await page.locator('#ipvs-text').innerText();
+    assert.match(ipvs, new RegExp(`TCP  ${web.replace(/\./g, '\\.')}:80 rr`));
+    assert.match(ipvs, /TCP  192\.168\.49\.2:3\d{4} rr/, 'the NodePort has a virtual server on the node IP');
+    assert.match(await page.locator('#ipvs-addresses').innerText(), new RegExp(web.replace(/\./g, '\\.')));
+    const get = await kubectl(page, 'kubectl get svc -o wide');
+    assert.match(get, new RegExp(`web\\s+ClusterIP\\s+${web.replace(/\./g, '\\.')}\\s+<none>\\s+80/TCP\\s+app=web`));
+    await shot(page, '06-console-create');
+    await page.context().close();
+  });
+
+  await test('deleting kubernetes brings it back with the same IP', async () => {
+    const page = await openPage();
+    await page.fill('#cidr-input', '10.100.0.0/16');
+    await page.click('#cidr-form button[type="submit"]');
+    const before = await page.locator('#view-services [data-service="kubernetes"] .cluster-ip').innerText();
+    assert.equal(before, '10.100.0.1');
+    assert.equal(await kubectl(page, 'kubectl delete svc kubernetes'), 'kubectl delete svc kubernetes\nservice "kubernetes" deleted');
+    assert.equal(await page.locator('#view-services [data-service="kubernetes"] .cluster-ip').innerText(), before);
+    assert.match(await kubectl(page, 'kubectl get svc kubernetes'), /kubernetes\s+ClusterIP\s+10\.100\.0\.1\s/);
+    await page.context().close();
+  });
+
+  await test('bad input shows Kubernetes\' own errors, and a refused CIDR is explained', async () => {
+    const page = await openPage();
+    assert.match(await kubectl(page, 'kubectl create svc clusterip Bad_Name --tcp=80'), /The Service "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name"/);
+    assert.match(await kubectl(page, 'kubectl delete svc nope'), /Error from server \(NotFound\): services "nope" not found/);
+    await kubectl(page, 'kubectl create svc clusterip dup --tcp=80');
+    assert.match(await kubectl(page, 'kubectl create svc clusterip dup --tcp=80'), /Error from server \(AlreadyExists\): services "dup" already exists/);
+    assert.match(await kubectl(page, 'kubectl create svc clusterip p0 --tcp=0'), /The Service "p0" is invalid: \[spec\.ports\[0\]\.port: Invalid value: 0: must be between 1 and 65535, inclusive/);
+    assert.match(await kubectl(page, 'kubectl get frobs'), /error: the server doesn't have a resource type "frobs"/);
+    assert.match(await kubectl(page, 'kubectl create deployment x'), /error: required flag\(s\) "image" not set/);
+    assert.equal(await page.locator('#console-output .err').count() >= 6, true);
+    for (const [cidr, core, plain] of [
+      ['10.96.0.0/30', /at least 8 IP addresses/, /Too small/],
+      ['10.244.0.0/16', /overlaps the pod CIDR/, /pods use 10\.244\.0\.0\/16/],
+      ['10.96.0.5/12', /did you mean "10\.96\.0\.0\/12"/, /must be the first address/],
+      ['banana', /must be a valid CIDR value/, /not a CIDR/],
+    ]) {
+      await page.fill('#cidr-input', cidr);
+      await page.press('#cidr-input', 'Enter');
+      const box = page.locator('#cidr-error');
+      await box.waitFor({ state: 'visible' });
+      const text = await box.innerText();
+      assert.match(text, core, `${cidr}: the core's message`);
+      assert.match(text, plain, `${cidr}: in plain words`);
+      assert.equal(await page.getAttribute('#cidr-input', 'aria-invalid'), 'true');
+    }
+    await shot(page, '07-bad-cidr');
+    // The cluster in use is untouched by a refused range.
+    assert.match(await kubectl(page, 'kubectl get svc dup'), /dup\s+ClusterIP\s+10\./);
+    await page.context().close();
+  });
+
+  await test('a /29 is drawn address by address and fills up with the core\'s error', async () => {
+    const page = await openPage();
+    await page.fill('#cidr-input', '10.96.0.0/29');
+    await page.press('#cidr-input', 'Enter');
+    assert.equal(await page.locator('#range-map .cells .cell').count(), 8);
+    for (let i = 1; i <= 5; i++) assert.match(await kubectl(page, `kubectl create svc clusterip s${i} --tcp=80`), new RegExp(`service/s${i} created`));
+    assert.match(await kubectl(page, 'kubectl create svc clusterip s6 --tcp=80'), /Error from server \(InternalError\): Internal error occurred: failed to allocate a serviceIP: range is full/);
+    assert.equal(await page.locator('#range-map .cell.used').count(), 6);
+    await shot(page, '08-range-29');
+    await page.context().close();
+  });
+
+  let shared;
+  await test('the URL holds the scenario: opening it elsewhere rebuilds the same cluster', async () => {
+    const page = await openPage();
+    await page.fill('#seed-input', '7');
+    await page.click('#cidr-form button[type="submit"]');
+    await kubectl(page, 'kubectl create deployment api --image=nginx:1.27 --replicas=3');
+    await kubectl(page, 'kubectl expose deployment api --port=80 --target-port=8080 --type=NodePort');
+    await kubectl(page, 'kubectl scale deployment api --replicas=2');
+    const ip = await page.locator('#view-services [data-service="api"] .cluster-ip').innerText();
+    const pods = await kubectl(page, 'kubectl get pods -o wide');
+    shared = page.url();
+    assert.match(shared, /#s=/);
+    const other = await openPage(new URL(shared).hash);
+    assert.equal(await other.locator('#view-services [data-service="api"] .cluster-ip').innerText(), ip);
+    assert.equal(await other.inputValue('#seed-input'), '7');
+    assert.equal(await kubectl(other, 'kubectl get pods -o wide'), pods);
+    assert.match(await other.locator('#console-output').innerText(), /Restored from the link: 4 command/);
+    await page.context().close();
+    await other.context().close();
+  });
+
+  await test('keyboard only: Tab to the console, type, Enter, history with arrows, Tab completion, apply -f - with Ctrl+Enter', async () => {
+    const page = await openPage();
+    await page.keyboard.press('Tab'); // the skip link
+    await page.keyboard.press('Enter');
+    let tries = 0;
+    while ((await page.evaluate(() => document.activeElement?.id)) !== 'console-input' && tries++ < 40) await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'console-input');
+    await page.keyboard.type('kubectl create svc clusterip kb --tcp=80');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('kubectl get svc kb');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('ArrowUp');
+    assert.equal(await page.inputValue('#console-input'), 'kubectl get svc kb');
+    await page.keyboard.press('ArrowUp');
+    assert.equal(await page.inputValue('#console-input'), 'kubectl create svc clusterip kb --tcp=80');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.inputValue('#console-input'), '');
+    await page.keyboard.type('kubectl get endpointsl');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.inputValue('#console-input'), 'kubectl get endpointslice');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.type('kubectl apply -f -');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'stdin-input');
+    await page.keyboard.insertText('apiVersion: v1\nkind: Service\nmetadata:\n  name: typed\nspec:\n  ports:\n  - port: 53\n    protocol: UDP\n');
+    await page.keyboard.press('Control+Enter');
+    assert.match(await page.locator('#console-output .entry').last().innerText(), /service\/typed created/);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'console-input');
+    // The views' tabs follow the WAI-ARIA pattern: arrows move between them.
+    await page.focus('#tab-services');
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'tab-slices');
+    assert.equal(await page.isVisible('#view-slices'), true);
+    assert.equal(await page.getAttribute('#console-output', 'aria-live'), 'polite');
+    await page.context().close();
+  });
+
+  await test('the packet walk follows a pod being deleted or made unready', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2');
+    await kubectl(page, 'kubectl expose deployment web --port=80');
+    await tab(page, 'walk');
+    const backends = () => page.locator('#walk-backends .backend').evaluateAll((els) => els.map((e) => e.dataset.backend));
+    const first = await backends();
+    assert.deepEqual(first, ['10.244.0.2', '10.244.0.3']);
+    await page.click('#walk-send');
+    const a = await page.locator('#walk-hops').innerText();
+    await page.click('#walk-send');
+    const b = await page.locator('#walk-hops').innerText();
+    assert.notEqual(a, b, 'round robin: two requests, two pods');
+    await page.locator('#walk-backends .backend').first().getByRole('button', { name: 'Delete' }).click();
+    assert.deepEqual(await backends(), ['10.244.0.3', '10.244.0.4'], 'the Deployment replaced the pod, with a new IP');
+    await page.locator('#walk-backends .backend').first().getByRole('button', { name: 'Make unready' }).click();
+    assert.match(await page.locator('#view-walk .hint').first().innerText(), /^1 real server/);
+    for (let i = 0; i < 2; i++) {
+      await page.click('#walk-send');
+      assert.match(await page.locator('#walk-hops').innerText(), /dst 10\.244\.0\.4:80/);
+    }
+    await kubectl(page, 'kubectl scale deployment web --replicas=0');
+    await page.click('#walk-send');
+    assert.match(await page.locator('#walk-hops').innerText(), /no real servers/);
+    await page.context().close();
+  });
+
+  await test('kubectl get renders kubectl\'s tables and YAML', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment db --image=postgres --replicas=1 --port=5432');
+    await kubectl(page, 'kubectl expose deployment db --port=5432');
+    assert.match(await kubectl(page, 'kubectl get endpoints db'), /NAME\s+ENDPOINTS\ndb\s+10\.244\.0\.2:5432/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices'), /NAME\s+ADDRESSTYPE\s+PORTS\s+ENDPOINTS/);
+    assert.match(await kubectl(page, 'kubectl get pods'), /NAME\s+READY\s+STATUS\s+RESTARTS\ndb-\w+-\w+\s+1\/1\s+Running\s+0/);
+    const yaml = await kubectl(page, 'kubectl get svc db -o yaml');
+    assert.match(yaml, /apiVersion: v1\nkind: Service\nmetadata:/);
+    assert.match(yaml, /clusterIP: 10\./);
+    assert.match(await kubectl(page, 'kubectl get deployments'), /db\s+1\/1\s+1\s+1/);
+    assert.match(await kubectl(page, 'help'), /kubectl create svc clusterip\|nodeport\|loadbalancer/);
+    await page.context().close();
+  });
+
+  await test('screenshots at laptop sizes (1366x768, 1440x900)', async () => {
+    const page = await openPage('', { width: 1440, height: 900 });
+    await page.click('#tour-start');
+    for (let i = 0; i < 5; i++) await page.click('#tour-next');
+    await page.click('#walk-send');
+    await page.waitForTimeout(550); // the second hop: IPVS rewrites the destination
+    await shot(page, '09-laptop-1440x900');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+    assert.equal(overflow, false, 'no horizontal scrolling at 1440x900');
+    if (process.env.SVCNET_DOCS_SCREENSHOT === '1') {
+      await page.screenshot({ path: join(ROOT, 'docs/playground.png') });
+    }
+    await page.setViewportSize({ width: 1366, height: 768 });
+    await page.waitForTimeout(200);
+    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth), false, 'no horizontal scrolling at 1366x768');
+    await shot(page, '10-laptop-1366x768');
+    await page.context().close();
+  });
+
+  await test('no console errors or page errors on any page', async () => {
+    assert.deepEqual(problems, []);
+  });
+
+  await browser.close();
+  server.close();
+  const passed = results.filter(Boolean).length;
+  const failed = results.length - passed;
+  console.log(`screenshots: ${SHOTS}/`);
+  console.log(`browser: ${passed} passed, ${failed} failed`);
+  process.exitCode = failed ? 1 : 0;
+}
+
+main().catch(async (err) => {
+  console.log(`FAIL the browser tests could not run: ${err.stack ?? err}`);
+  console.log(`browser: ${results.filter(Boolean).length} passed, ${results.filter((r) => !r).length + 1} failed`);
+  await browser?.close().catch(() => {});
+  process.exit(1);
+});

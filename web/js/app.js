@@ -1,0 +1,400 @@
+// The playground page: loads the core (wasm), runs the console, keeps the
+// views, the range map, the tour and the address bar in step.
+
+import init, { Cluster } from '../pkg/svcnet_wasm.js';
+import { Session, replay } from './session.js';
+import { words } from './kubectl.js';
+import { esc } from './format.js';
+import { renderServices, renderSlices, renderIpvs, renderDns } from './views.js';
+import { renderRangeMap, rangeExplanation, allocations } from './rangemap.js';
+import { renderWalk } from './walk.js';
+import { STEPS, SELECTORLESS_EXAMPLE } from './tour.js';
+import { explainCidrError } from './explain.js';
+import { encodeState, decodeState } from './state.js';
+
+const $ = (sel) => document.querySelector(sel);
+const DEFAULT = { cidr: '10.96.0.0/12', seed: 0, history: [] };
+
+const app = {
+  session: null,
+  /** Lines typed, for Up/Down. */
+  typed: [],
+  cursor: 0,
+  draft: '',
+  ipvsMode: 'list',
+  knownIps: new Set(),
+  tour: { active: false, step: -1, marks: [] },
+};
+window.playground = app; // for the browser tests and the curious
+
+// ---- console output --------------------------------------------------------
+
+function print(line, result, note) {
+  const out = $('#console-output');
+  const entry = document.createElement('div');
+  entry.className = 'entry';
+  if (line != null) {
+    const cmd = document.createElement('div');
+    cmd.className = 'cmd';
+    cmd.textContent = line;
+    entry.append(cmd);
+  }
+  if (result?.text) {
+    const body = document.createElement('div');
+    body.className = result.ok ? 'out' : 'err';
+    body.textContent = result.text;
+    entry.append(body);
+  }
+  if (note) {
+    const n = document.createElement('div');
+    n.className = 'note';
+    n.textContent = note;
+    entry.append(n);
+  }
+  out.append(entry);
+  out.scrollTop = out.scrollHeight;
+}
+
+/** Runs a command as if typed; the one way anything changes the cluster. */
+function run(line, stdin = null) {
+  const result = app.session.run(line, stdin);
+  if (result.command?.verb === 'clear') {
+    $('#console-output').replaceChildren();
+    return result;
+  }
+  const shown = stdin == null ? line : `${line} <<EOF\n${stdin.replace(/\n$/, '')}\nEOF`;
+  print(shown, result);
+  if (result.command?.verb === 'apply-prompt') openStdin(line);
+  refresh();
+  return result;
+}
+
+// ---- state: session, URL -----------------------------------------------------
+
+function startSession(state, { announce = true, note = null } = {}) {
+  const { session, transcript } = replay(Cluster, state);
+  app.session = session;
+  app.knownIps = new Set(allocations(session.services()).map((a) => a.ip));
+  $('#console-output').replaceChildren();
+  $('#cidr-input').value = state.cidr;
+  $('#seed-input').value = String(state.seed);
+  if (announce) {
+    print(null, null, `Cluster started: --service-cluster-ip-range=${state.cidr}, seed ${state.seed}. The kubernetes Service is on ${session.cluster.kubernetesIp}. Type help for the commands.`);
+  }
+  if (note) print(null, null, note);
+  for (const t of transcript) {
+    const shown = t.stdin == null ? t.line : `${t.line} <<EOF\n${t.stdin.replace(/\n$/, '')}\nEOF`;
+    print(shown, t.result);
+  }
+  refresh();
+}
+
+function currentState() {
+  return { cidr: app.session.cidr, seed: app.session.seed, history: app.session.history };
+}
+
+function saveUrl() {
+  const hash = `#${encodeState(currentState())}`;
+  if (location.hash !== hash) history.replaceState(null, '', hash);
+}
+
+// ---- views -----------------------------------------------------------------
+
+function refresh() {
+  const s = app.session;
+  const usage = s.cluster.usage();
+  const services = s.cluster.get('services');
+  const ips = allocations(services).map((a) => a.ip);
+  const fresh = new Set(ips.filter((ip) => !app.knownIps.has(ip)));
+  app.knownIps = new Set(ips);
+  renderRangeMap($('#range-map'), usage, services, fresh);
+  $('#range-explain').textContent = rangeExplanation(usage);
+  const counts = {
+    services: renderServices($('#view-services'), s, usage),
+    slices: renderSlices($('#view-slices'), s),
+    ipvs: renderIpvs($('#view-ipvs'), s, app.ipvsMode),
+    dns: renderDns($('#view-dns'), s),
+  };
+  renderWalk($('#view-walk'), s, (cmd) => { run(cmd); });
+  for (const [k, n] of Object.entries(counts)) {
+    const tab = $(`#tab-${k}`);
+    tab.querySelector('.count')?.remove();
+    const c = document.createElement('span');
+    c.className = 'count';
+    c.textContent = String(n);
+    c.setAttribute('aria-hidden', 'true');
+    tab.append(c);
+    tab.setAttribute('aria-label', `${tab.firstChild.textContent.trim()} (${n})`);
+  }
+  for (const r of document.querySelectorAll('input[name="ipvs-mode"]')) {
+    r.addEventListener('change', () => { app.ipvsMode = r.value; refresh(); document.querySelector(`input[name="ipvs-mode"][value="${r.value}"]`).focus(); });
+  }
+  saveUrl();
+}
+
+// ---- tabs (WAI-ARIA tabs pattern) -------------------------------------------
+
+function selectTab(tab, focus = false) {
+  for (const t of document.querySelectorAll('[role="tab"]')) {
+    const on = t === tab;
+    t.setAttribute('aria-selected', String(on));
+    t.tabIndex = on ? 0 : -1;
+    $(`#${t.getAttribute('aria-controls')}`).hidden = !on;
+  }
+  if (focus) tab.focus();
+}
+
+function setupTabs() {
+  const tabs = [...document.querySelectorAll('[role="tab"]')];
+  for (const t of tabs) {
+    t.addEventListener('click', () => selectTab(t));
+    t.addEventListener('keydown', (e) => {
+      const i = tabs.indexOf(t);
+      const go = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+      if (go === undefined) return;
+      e.preventDefault();
+      selectTab(tabs[(go + tabs.length) % tabs.length], true);
+    });
+  }
+}
+
+// ---- the prompt --------------------------------------------------------------
+
+function vocabulary() {
+  const s = app.session;
+  const names = [
+    ...s.services().map((x) => x.metadata.name),
+    ...s.pods().map((x) => x.metadata.name),
+    ...s.slices().map((x) => x.metadata.name),
+    ...s.deployments.keys(),
+  ];
+  return ['kubectl', 'create', 'expose', 'apply', 'delete', 'scale', 'get', 'svc', 'service', 'clusterip', 'nodeport', 'loadbalancer',
+    'deployment', 'pods', 'pod', 'endpoints', 'endpointslices', 'endpointslice', 'deployments', '--tcp=', '--image=', '--replicas=',
+    '--port=', '--target-port=', '--type=', '-o', 'wide', 'yaml', 'help', 'ipvsadm', '-Ln', 'ipvsadm-save', 'simulate', 'unready', 'ready', ...names];
+}
+
+function complete(input) {
+  const before = input.value.slice(0, input.selectionStart);
+  const m = /(\S*)$/.exec(before);
+  const word = m[1];
+  if (!word) return;
+  const options = [...new Set(vocabulary())].filter((v) => v.startsWith(word) && v !== word);
+  if (options.length === 0) return;
+  let common = options[0];
+  for (const o of options) while (!o.startsWith(common)) common = common.slice(0, -1);
+  const add = (options.length === 1 ? options[0] + (options[0].endsWith('=') ? '' : ' ') : common).slice(word.length);
+  if (!add) return;
+  input.setRangeText(add, input.selectionStart, input.selectionStart, 'end');
+}
+
+function setupConsole() {
+  const input = $('#console-input');
+  $('#console-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const line = input.value;
+    if (!line.trim()) return;
+    app.typed.push(line);
+    app.cursor = app.typed.length;
+    input.value = '';
+    run(line);
+  });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'ArrowUp') {
+      if (app.cursor === app.typed.length) app.draft = input.value;
+      if (app.cursor > 0) app.cursor--;
+      input.value = app.typed[app.cursor] ?? app.draft;
+      e.preventDefault();
+    } else if (e.key === 'ArrowDown') {
+      if (app.cursor < app.typed.length) app.cursor++;
+      input.value = app.cursor === app.typed.length ? app.draft : app.typed[app.cursor];
+      e.preventDefault();
+    } else if (e.key === 'Tab' && input.value.trim() && !e.shiftKey) {
+      const before = input.value;
+      complete(input);
+      if (input.value !== before) e.preventDefault();
+    } else if (e.key === 'l' && e.ctrlKey) {
+      e.preventDefault();
+      $('#console-output').replaceChildren();
+    }
+  });
+  const ta = $('#stdin-input');
+  $('#stdin-apply').addEventListener('click', applyStdin);
+  $('#stdin-cancel').addEventListener('click', closeStdin);
+  $('#stdin-example').addEventListener('click', () => { ta.value = SELECTORLESS_EXAMPLE; ta.focus(); });
+  ta.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); applyStdin(); }
+    if (e.key === 'Escape') { e.preventDefault(); closeStdin(); }
+  });
+}
+
+let stdinLine = 'kubectl apply -f -';
+function openStdin(line) {
+  stdinLine = line;
+  $('#stdin-box').hidden = false;
+  $('#stdin-input').focus();
+}
+function closeStdin() {
+  $('#stdin-box').hidden = true;
+  $('#console-input').focus();
+}
+function applyStdin() {
+  const text = $('#stdin-input').value;
+  if (!text.trim()) return;
+  $('#stdin-box').hidden = true;
+  $('#stdin-input').value = '';
+  // The prompt line was printed already; print the YAML run as one entry.
+  $('#console-output').lastElementChild?.remove();
+  run(stdinLine, text);
+  $('#console-input').focus();
+}
+
+// ---- CIDR chooser ---------------------------------------------------------------
+
+function showCidrError(message) {
+  const box = $('#cidr-error');
+  const input = $('#cidr-input');
+  if (!message) {
+    box.hidden = true;
+    input.removeAttribute('aria-invalid');
+    return;
+  }
+  box.innerHTML = `<code>${esc(message)}</code>${esc(explainCidrError(message))}`;
+  box.hidden = false;
+  input.setAttribute('aria-invalid', 'true');
+}
+
+function setupCidr() {
+  const form = $('#cidr-form');
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const cidr = $('#cidr-input').value.trim();
+    const seedText = $('#seed-input').value.trim() || '0';
+    if (!/^\d+$/.test(seedText) || !Number.isSafeInteger(Number(seedText))) {
+      showCidrError(`seed ${JSON.stringify(seedText)}: the seed must be a whole number from 0 to 9007199254740991`);
+      return;
+    }
+    const state = { cidr, seed: Number(seedText), history: app.session?.history ?? [] };
+    try {
+      startSession(state, { note: state.history.length ? `Replaying your ${state.history.length} command(s) on the new range:` : null });
+      showCidrError(null);
+    } catch (err) {
+      showCidrError(String(err.message ?? err));
+      $('#cidr-input').focus();
+    }
+  });
+  for (const b of document.querySelectorAll('[data-cidr]')) {
+    b.addEventListener('click', () => { $('#cidr-input').value = b.dataset.cidr; form.requestSubmit(); });
+  }
+}
+
+// ---- tour ---------------------------------------------------------------------
+
+function showStep() {
+  const t = app.tour;
+  const step = STEPS[t.step];
+  $('#tour').hidden = false;
+  $('#tour-count').textContent = `Guided tour · step ${t.step + 1} of ${STEPS.length}`;
+  $('#tour-title').textContent = step.title;
+  $('#tour-body').innerHTML = step.body(app.session);
+  $('#tour-back').disabled = t.step === 0;
+  $('#tour-next').textContent = t.step === STEPS.length - 1 ? 'Finish' : 'Next';
+  const tab = { services: '#tab-services', slices: '#tab-slices', ipvs: '#tab-ipvs', dns: '#tab-dns', walk: '#tab-walk' }[step.view];
+  if (tab) selectTab($(tab));
+}
+
+function runStep(i) {
+  const t = app.tour;
+  t.step = i;
+  t.marks[i] = app.session.history.length;
+  for (const c of STEPS[i].commands(app.session)) {
+    if (typeof c === 'string') run(c);
+    else run(c.line, c.stdin);
+  }
+  showStep();
+}
+
+function startTour() {
+  app.tour = { active: true, step: -1, marks: [] };
+  startSession({ ...DEFAULT });
+  showCidrError(null);
+  runStep(0);
+  $('#tour-next').focus();
+}
+
+function setupTour() {
+  $('#tour-start').addEventListener('click', startTour);
+  $('#tour-next').addEventListener('click', () => {
+    const t = app.tour;
+    if (t.step >= STEPS.length - 1) { $('#tour').hidden = true; t.active = false; $('#console-input').focus(); return; }
+    runStep(t.step + 1);
+    $('#tour-next').focus();
+  });
+  $('#tour-back').addEventListener('click', () => {
+    const t = app.tour;
+    if (t.step <= 0) return;
+    // Rebuild the cluster from the commands run before the current step's
+    // start, then show the previous step as it was after its commands.
+    const keep = app.session.history.slice(0, t.marks[t.step]);
+    startSession({ cidr: app.session.cidr, seed: app.session.seed, history: keep }, { announce: true });
+    t.step--;
+    showStep();
+    $('#tour-back').disabled ? $('#tour-next').focus() : $('#tour-back').focus();
+  });
+  $('#tour-close').addEventListener('click', () => { $('#tour').hidden = true; app.tour.active = false; $('#tour-start').focus(); });
+}
+
+// ---- share, reset ----------------------------------------------------------------
+
+function setupActions() {
+  $('#share').addEventListener('click', async () => {
+    saveUrl();
+    const status = $('#share-status');
+    try {
+      await navigator.clipboard.writeText(location.href);
+      status.textContent = 'Link copied: it rebuilds this cluster.';
+    } catch {
+      status.textContent = 'The address bar holds the link to this cluster.';
+    }
+    setTimeout(() => { status.textContent = ''; }, 4000);
+  });
+  $('#reset').addEventListener('click', () => {
+    startSession({ cidr: app.session.cidr, seed: app.session.seed, history: [] });
+    $('#console-input').focus();
+  });
+  window.addEventListener('hashchange', () => {
+    const state = decodeState(location.hash.slice(1));
+    if (state && JSON.stringify(state) !== JSON.stringify(currentState())) startSession(state);
+  });
+}
+
+// ---- boot --------------------------------------------------------------------------
+
+async function main() {
+  await init();
+  setupTabs();
+  setupConsole();
+  setupCidr();
+  setupTour();
+  setupActions();
+  let state = location.hash.length > 1 ? decodeState(location.hash.slice(1)) : null;
+  let restored = false;
+  if (state) {
+    try {
+      startSession(state, { note: `Restored from the link: ${state.history.length} command(s) on ${state.cidr}, replayed below.` });
+      restored = true;
+    } catch (err) {
+      showCidrError(String(err.message ?? err));
+      state = null;
+    }
+  }
+  if (!restored) startSession({ ...DEFAULT });
+  $('#core-status').textContent = 'Core loaded.';
+  document.body.dataset.ready = 'true';
+}
+
+main().catch((err) => {
+  $('#core-status').textContent = `The core failed to load: ${err.message ?? err}`;
+  throw err;
+});
+
+export { words };

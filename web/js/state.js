@@ -1,0 +1,36 @@
+// The scenario in the address bar: the service CIDR, the seed and the
+// commands run, as base64url JSON after `#s=`. Replaying the commands on the
+// same range and seed rebuilds the same cluster, addresses included.
+
+const PREFIX = 's=';
+
+function toBase64Url(text) {
+  const bytes = new TextEncoder().encode(text);
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromBase64Url(text) {
+  const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+  return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+}
+
+/** `{ cidr, seed, history: [{ line, stdin? }] }` → `s=...`. */
+export function encodeState({ cidr, seed, history }) {
+  const h = history.map((e) => (e.stdin == null ? e.line : [e.line, e.stdin]));
+  return PREFIX + toBase64Url(JSON.stringify({ c: cidr, s: seed, h }));
+}
+
+/** The inverse of encodeState; null for anything else. */
+export function decodeState(hash) {
+  if (!hash.startsWith(PREFIX)) return null;
+  try {
+    const v = JSON.parse(fromBase64Url(hash.slice(PREFIX.length)));
+    if (typeof v.c !== 'string' || !Number.isSafeInteger(v.s) || !Array.isArray(v.h)) return null;
+    const history = v.h.map((e) => (typeof e === 'string' ? { line: e } : { line: String(e[0]), stdin: String(e[1]) }));
+    return { cidr: v.c, seed: v.s, history };
+  } catch {
+    return null;
+  }
+}

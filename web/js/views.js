@@ -1,0 +1,123 @@
+// The Services, EndpointSlices, IPVS and DNS views: what the core computed,
+// laid out with a short explanation beside each.
+
+import { esc } from './format.js';
+import { NODE, Session } from './session.js';
+import { bandOf } from './rangemap.js';
+
+function ports(svc) {
+  return (svc.spec.ports ?? [])
+    .map((p) => `${p.port}${p.nodePort ? `:${p.nodePort}` : ''}/${p.protocol ?? 'TCP'}${p.targetPort != null && p.targetPort !== p.port ? ` → ${p.targetPort}` : ''}`)
+    .join(', ') || '<none>';
+}
+
+function selector(svc) {
+  const s = Object.entries(svc.spec.selector ?? {});
+  return s.length ? s.map(([k, v]) => `${k}=${v}`).join(',') : null;
+}
+
+/** Ready endpoints of a Service, counted from its EndpointSlices. */
+function readyCount(slices, name) {
+  let ready = 0;
+  let total = 0;
+  for (const sl of slices) {
+    if (sl.metadata.labels?.['kubernetes.io/service-name'] !== name) continue;
+    for (const e of sl.endpoints ?? []) {
+      total++;
+      if (e.conditions?.ready !== false) ready++;
+    }
+  }
+  return { ready, total };
+}
+
+export function renderServices(el, session, usage) {
+  const services = session.services();
+  const slices = session.slices();
+  const rows = services.map((svc) => {
+    const ips = svc.spec.clusterIPs?.length ? svc.spec.clusterIPs : [svc.spec.clusterIP].filter(Boolean);
+    const ipCells = ips.map((ip) => {
+      if (ip === 'None') return '<span class="tag">None (headless)</span>';
+      const band = bandOf(usage, ip);
+      const tag = svc.metadata.name === 'kubernetes' ? '<span class="tag k8s">first address</span>' : band ? `<span class="tag ${band}">${band} band</span>` : '';
+      return `<span class="mono cluster-ip" data-ip="${esc(ip)}">${esc(ip)}</span> ${tag}`;
+    }).join('<br>') || '<span class="empty">none</span>';
+    const sel = selector(svc);
+    const { ready, total } = readyCount(slices, svc.metadata.name);
+    const ep = total === 0
+      ? (sel ? '<span class="tag">no matching ready pods</span>' : '<span class="tag">no selector: slices by hand</span>')
+      : `<span class="tag ${ready ? 'ready' : 'unready'}">${ready}/${total} ready</span>`;
+    return `<tr data-service="${esc(svc.metadata.name)}">
+      <td class="mono">${esc(svc.metadata.name)}</td>
+      <td>${esc(svc.spec.type ?? 'ClusterIP')}</td>
+      <td>${ipCells}</td>
+      <td class="mono">${esc(ports(svc))}</td>
+      <td class="mono">${sel ? esc(sel) : '<span class="empty">none</span>'}</td>
+      <td>${ep}</td></tr>`;
+  });
+  el.innerHTML = `
+    <p class="explain">A Service is a stable virtual address (the <b>ClusterIP</b>) in front of a changing set of pods. The API server picks the address from the service CIDR when the Service is created and keeps it for the Service's lifetime; the <b>selector</b> says which pods are behind it.</p>
+    <table class="grid" aria-label="Services">
+      <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">ClusterIP</th><th scope="col">Ports</th><th scope="col">Selector</th><th scope="col">Endpoints</th></tr></thead>
+      <tbody>${rows.join('')}</tbody>
+    </table>
+    <h3>kubectl get svc</h3>
+    <pre class="block" aria-label="kubectl get svc output">${esc(session.cluster.kubectlGetServices(false, 'default'))}</pre>`;
+  return services.length;
+}
+
+export function renderSlices(el, session) {
+  const slices = session.slices();
+  const blocks = slices.map((sl) => {
+    const svc = sl.metadata.labels?.['kubernetes.io/service-name'] ?? '(no Service)';
+    const manager = sl.metadata.labels?.['endpointslice.kubernetes.io/managed-by'];
+    const managed = manager ? `Managed by ${manager}` : sl.metadata.name === 'kubernetes' ? 'Written by the API server: its own addresses' : 'Written by hand (no managed-by label): the controller leaves it alone';
+    const ports = (sl.ports ?? []).map((p) => `${p.name ? `${p.name} ` : ''}${p.port ?? '?'}/${p.protocol ?? 'TCP'}`).join(', ') || '<none>';
+    const eps = (sl.endpoints ?? []).map((e) => {
+      const c = e.conditions ?? {};
+      const ready = c.ready !== false;
+      const state = `${ready ? '<span class="tag ready">ready</span>' : '<span class="tag unready">not ready</span>'}${c.terminating ? ' <span class="tag">terminating</span>' : ''}`;
+      return `<tr><td class="mono">${esc((e.addresses ?? []).join(', '))}</td><td>${state}</td><td class="mono">${esc(e.targetRef ? `${e.targetRef.kind.toLowerCase()}/${e.targetRef.name}` : '—')}</td><td class="mono">${esc(e.nodeName ?? '—')}</td></tr>`;
+    }).join('') || '<tr><td colspan="4" class="empty">no endpoints</td></tr>';
+    return `<section class="slice" data-slice="${esc(sl.metadata.name)}">
+      <h3><span class="mono">${esc(sl.metadata.name)}</span> <span class="tag">Service ${esc(svc)}</span> <span class="tag">${esc(sl.addressType)}</span> <span class="tag">ports ${esc(ports)}</span></h3>
+      <p class="hint">${esc(managed)}</p>
+      <table class="grid"><thead><tr><th scope="col">Address</th><th scope="col">Conditions</th><th scope="col">Pod</th><th scope="col">Node</th></tr></thead><tbody>${eps}</tbody></table>
+    </section>`;
+  });
+  el.innerHTML = `
+    <p class="explain">The <b>EndpointSlice controller</b> watches pods and Services. Every pod whose labels match a Service's selector becomes an endpoint in that Service's slice, marked ready or not. A Service <em>without</em> a selector gets no slice: you write one yourself, labelled <code>kubernetes.io/service-name</code>, to point the Service anywhere (an external database, say).</p>
+    ${blocks.join('') || '<p class="empty">No EndpointSlices yet.</p>'}
+    <h3>kubectl get endpointslices</h3>
+    <pre class="block">${esc(session.cluster.kubectlGet('endpointslices', false, 'default'))}</pre>`;
+  return slices.length;
+}
+
+export function renderIpvs(el, session, mode) {
+  const text = mode === 'save' ? session.cluster.ipvsadmSave(NODE.name) : session.cluster.ipvsadmList(NODE.name);
+  const table = session.cluster.ipvsTable(NODE.name);
+  const addrs = table.addresses ?? [];
+  el.innerHTML = `
+    <p class="explain">What kube-proxy in IPVS mode programs on <code>${NODE.name}</code>: each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints. <code>Masq</code> means NAT: the kernel rewrites the destination to the chosen pod. NodePorts add a virtual server on the node's own address.</p>
+    <div class="walk-controls" role="radiogroup" aria-label="Format">
+      <label><input type="radio" name="ipvs-mode" value="list" ${mode !== 'save' ? 'checked' : ''}> <code>ipvsadm -Ln</code></label>
+      <label><input type="radio" name="ipvs-mode" value="save" ${mode === 'save' ? 'checked' : ''}> <code>ipvsadm-save -n</code></label>
+    </div>
+    <pre class="block" id="ipvs-text" aria-label="IPVS table">${esc(text)}</pre>
+    <h3>Addresses on kube-ipvs0</h3>
+    <p class="mono" id="ipvs-addresses">${addrs.map(esc).join('  ') || '<span class="empty">none</span>'}</p>`;
+  return Object.keys(table.virtualServers ?? {}).length;
+}
+
+export function renderDns(el, session) {
+  const records = session.cluster.dnsRecords();
+  const rows = records.map((r) => {
+    const data = typeof r.data === 'object' ? `${r.data.priority} ${r.data.weight} ${r.data.port} ${r.data.target}` : r.data;
+    return `<tr><td class="mono">${esc(r.name)}</td><td>${esc(r.type)}</td><td class="mono">${esc(data)}</td><td>${esc(r.ttl)}</td></tr>`;
+  });
+  el.innerHTML = `
+    <p class="explain">What the cluster DNS (CoreDNS) answers, per the Kubernetes DNS specification: <code>&lt;service&gt;.&lt;namespace&gt;.svc.cluster.local</code> resolves to the ClusterIP (a headless Service resolves to its ready pods instead), each named port gets an SRV record, and every ClusterIP has a reverse (PTR) name. Pods find Services by these names, never by address.</p>
+    <table class="grid" aria-label="DNS records"><thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Data</th><th scope="col">TTL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return records.length;
+}
+
+export { Session };
