@@ -134,6 +134,8 @@ drain() {
     say "The agent does not cut the open connection: it sets $pod's weight to 0."
     say "Weight 0 means: no new connections, but the ones open (ActiveConn) go on:"
     show ipvsadm -Ln -t "$WEB_IP:80"
+    say "(InActConn: connections that ended recently, which the kernel still tracks:"
+    say "10 s after a reset, as these requests end, 2 minutes after a normal close.)"
     vm_conn_alive c1
     say "    the open connection still talks to $pod."
     say "New requests all go to $other:"

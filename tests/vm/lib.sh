@@ -338,7 +338,8 @@ _vm_wait_port() {
 # listening on every IPv4 and IPv6 address of NS. Waits until it listens.
 vm_tcp_backend() {
     local ns="$1" port="$2" name="${3:-$1}"
-    vm_bg "$ns" nc -ll -p "$port" -e /bin/sh -c "echo $name; exec cat"
+    # cat's complaint when a client resets the connection is not news.
+    vm_bg "$ns" nc -ll -p "$port" -e /bin/sh -c "echo $name; exec cat 2>/dev/null"
     _vm_wait_port "$ns" tcp "$port"
 }
 
