@@ -398,7 +398,7 @@ async function main() {
   await test('file:// build: index.html opened from disk loads the core from one classic script, with nothing fetched', async () => {
     assert.equal(existsSync(join(OFFLINE, 'index.html')), true, `${OFFLINE}/index.html is missing: run make playground-site`);
     const page = await openPage('', undefined, OFFLINE_URL);
-    assert.match(page.url(), /^file:\/\/\/.*\/index\.html$/);
+    assert.match(page.url(), /^file:\/\/\/.*\/playground-offline\/index\.html(#|$)/);
     assert.equal(await page.locator('script[type="module"]').count(), 0, 'no module scripts');
     assert.equal(await page.locator('#core-status').innerText(), 'Core loaded.');
     assert.equal(await page.locator('#view-services [data-service="kubernetes"] .cluster-ip').innerText(), '10.96.0.1');
