@@ -110,9 +110,10 @@ vm-kernel: ## The agent's kernel side against real IPVS in the VM: tests/vm/kern
 # The browser playground (web/) and its browser tests (tests/browser/).
 PLAYGROUND_PORT ?= 8080
 .PHONY: playground-site playground browser-deps browser-test
-playground-site: wasm ## Build the playground: the wasm package copied into web/pkg/ (web/ is then a static site)
+playground-site: wasm ## Build the playground: web/pkg/ for web/ (a static site) and the file:// build in target/playground-offline/
 	$(step)
 	scripts/playground.sh prepare
+	scripts/playground.sh offline
 
 playground: playground-site ## Build the playground and serve web/ on localhost (PLAYGROUND_PORT=8080), printing the URL
 	scripts/playground.sh serve $(PLAYGROUND_PORT)

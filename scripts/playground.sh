@@ -2,10 +2,14 @@
 # The browser playground (web/) and its browser tests: what `make
 # playground` and `make browser-test` run.
 #
-# Usage: scripts/playground.sh prepare | serve [PORT] | deps | test
+# Usage: scripts/playground.sh prepare | offline | serve [PORT] | deps | test
 #
 #   prepare   copy the browser package `make wasm` wrote (target/wasm/web/)
 #             into web/pkg/, where web/js/app.js imports it (git-ignored)
+#   offline   the file:// build in target/playground-offline/: web/js/ and
+#             web/pkg/ bundled into one classic script with the wasm inside
+#             (scripts/web-bundle/bundle.mjs, with the pinned esbuild from
+#             npm ci there); prints the path of its index.html and its size
 #   serve     serve web/ on 127.0.0.1 (python3 -m http.server), printing the
 #             URL; PORT defaults to 8080, or the next free one
 #   deps      Debian's Chromium (apt-get, only when /usr/bin/chromium is
@@ -32,6 +36,24 @@ prepare() {
     cp "$PKG_SRC/svcnet_wasm.js" "$PKG_SRC/svcnet_wasm_bg.wasm" "$WEB/pkg/"
     [[ -f "$PKG_SRC/svcnet_wasm.d.ts" ]] && cp "$PKG_SRC/svcnet_wasm.d.ts" "$WEB/pkg/"
     log "web/pkg/: $(du -k "$WEB/pkg/svcnet_wasm_bg.wasm" | cut -f1) KB of wasm; web/ is ready for any static host"
+}
+
+# npm ci in "$1" unless node_modules/ was installed from the same lock file.
+npm_ci() {
+    local dir="$1" lock="$1/package-lock.json" stamp="$1/node_modules/.svcnet-lock"
+    if [[ -f "$stamp" ]] && cmp -s "$lock" "$stamp"; then
+        log "${dir#"$ROOT"/}: already installed from package-lock.json"
+    else
+        command -v npm >/dev/null || die "npm is needed in ${dir#"$ROOT"/} (Node 20 and npm come with the machine)"
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund >&2)
+        cp "$lock" "$stamp"
+    fi
+}
+
+offline() {
+    [[ -f "$WEB/pkg/svcnet_wasm.js" ]] || die "web/pkg/ is missing: run make playground-site (or scripts/playground.sh prepare)"
+    npm_ci "$ROOT/scripts/web-bundle"
+    node "$ROOT/scripts/web-bundle/bundle.mjs" "$ROOT/target/playground-offline"
 }
 
 port_free() {
@@ -69,18 +91,12 @@ deps() {
             { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
     fi
     log "$(/usr/bin/chromium --version 2>/dev/null || echo 'chromium: version unknown')"
-    command -v npm >/dev/null || die "npm is needed for playwright-core (Node 20 and npm come with the machine)"
-    local lock="$ROOT/tests/browser/package-lock.json" stamp="$ROOT/tests/browser/node_modules/.svcnet-lock"
-    if [[ -f "$stamp" ]] && cmp -s "$lock" "$stamp"; then
-        log "playwright-core: already installed from package-lock.json"
-    else
-        (cd "$ROOT/tests/browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund >&2)
-        cp "$lock" "$stamp"
-    fi
+    npm_ci "$ROOT/tests/browser"
 }
 
 run_tests() {
     [[ -f "$ROOT/target/wasm/node/svcnet_wasm.js" ]] || die "no Node package in target/wasm/node: run make wasm first"
+    [[ -f "$ROOT/target/playground-offline/index.html" ]] || die "no file:// build in target/playground-offline: run make playground-site first"
     cd "$ROOT/tests/browser"
     # The console's logic over the Node build first (no browser), then Chromium.
     local status=0
@@ -91,8 +107,9 @@ run_tests() {
 
 case "${1:-}" in
     prepare) prepare ;;
+    offline) offline ;;
     serve) serve "${2:-8080}" ;;
     deps) deps ;;
     test) run_tests ;;
-    *) echo "usage: $0 prepare | serve [PORT] | deps | test" >&2; exit 2 ;;
+    *) echo "usage: $0 prepare | offline | serve [PORT] | deps | test" >&2; exit 2 ;;
 esac

@@ -189,6 +189,6 @@ fn main() -> ExitCode {
             events.len()
         ),
     );
-    println!("\nNext: the IPVS agent that programs this table into a kernel is not built yet (see README, Status).");
+    println!("\nNext: `make demo` runs ipvs-agent, which programs this table into a real kernel under QEMU.");
     ExitCode::SUCCESS
 }

@@ -1,5 +1,7 @@
 // Browser tests of the playground: Debian's Chromium, driven headless by
-// playwright-core, against web/ served on localhost by this script.
+// playwright-core, against web/ served on localhost by this script, and
+// against the file:// build (target/playground-offline/, written by
+// `make playground-site`) opened straight from disk.
 //
 //   node run.mjs            (make browser-test builds and installs first)
 //
@@ -14,12 +16,14 @@ import { createRequire } from 'node:module';
 import { readFile, mkdir, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, extname, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
 const WEB = join(ROOT, 'web');
+const OFFLINE = join(ROOT, 'target/playground-offline');
+const OFFLINE_URL = pathToFileURL(join(OFFLINE, 'index.html')).href;
 const SHOTS = join(ROOT, 'target/browser');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const require = createRequire(import.meta.url);
@@ -66,13 +70,16 @@ async function test(name, fn) {
 let browser;
 let base;
 
-async function openPage(hash = '', viewport = { width: 1366, height: 768 }) {
+/** Opens the served site (or `at`, e.g. OFFLINE_URL) and waits for the core. */
+async function openPage(hash = '', viewport = { width: 1366, height: 768 }, at = `${base}/`) {
   const context = await browser.newContext({ viewport, reducedMotion: 'reduce' });
   await context.grantPermissions(['clipboard-read', 'clipboard-write']).catch(() => {});
   const page = await context.newPage();
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error on ${page.url()}: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
-  await page.goto(`${base}/${hash}`);
+  page.requests = [];
+  page.on('request', (r) => page.requests.push(r.url()));
+  await page.goto(`${at}${hash}`);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 20000 });
   return page;
 }
@@ -382,6 +389,69 @@ async function main() {
     assert.equal(await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth), false, 'no horizontal scrolling at 1366x768');
     await shot(page, '10-laptop-1366x768');
     await page.context().close();
+  });
+
+  // ---- the file:// build: target/playground-offline/ opened from disk, no server ----
+
+  const offlineProblems = () => problems.filter((p) => p.includes(' on file://'));
+
+  await test('file:// build: index.html opened from disk loads the core from one classic script, with nothing fetched', async () => {
+    assert.equal(existsSync(join(OFFLINE, 'index.html')), true, `${OFFLINE}/index.html is missing: run make playground-site`);
+    const page = await openPage('', undefined, OFFLINE_URL);
+    assert.match(page.url(), /^file:\/\/\/.*\/playground-offline\/index\.html(#|$)/);
+    assert.equal(await page.locator('script[type="module"]').count(), 0, 'no module scripts');
+    assert.equal(await page.locator('#core-status').innerText(), 'Core loaded.');
+    assert.equal(await page.locator('#view-services [data-service="kubernetes"] .cluster-ip').innerText(), '10.96.0.1');
+    const style = await page.evaluate(() => getComputedStyle(document.querySelector('.layout')).display);
+    assert.equal(style, 'grid', 'the stylesheet is loaded');
+    const elsewhere = page.requests.filter((u) => !u.startsWith('file://') && !u.startsWith('data:'));
+    assert.deepEqual(elsewhere, [], 'only files from disk');
+    await shot(page, '11-offline-start');
+    await page.context().close();
+    assert.deepEqual(offlineProblems(), []);
+  });
+
+  await test('file:// build: a Service created in the console shows the same ClusterIP as the served site and the core', async () => {
+    const seed = 42;
+    const commands = ['kubectl create svc clusterip web --tcp=80:8080', 'kubectl create deployment api --image=nginx --replicas=2', 'kubectl expose deployment api --port=80 --type=NodePort'];
+    const views = [];
+    for (const at of [OFFLINE_URL, `${base}/`]) {
+      const page = await openPage('', undefined, at);
+      await page.fill('#seed-input', String(seed));
+      await page.click('#cidr-form button[type="submit"]');
+      assert.equal(await kubectl(page, commands[0]), `${commands[0]}\nservice/web created`);
+      for (const line of commands.slice(1)) await kubectl(page, line);
+      views.push({
+        web: await page.locator('#view-services [data-service="web"] .cluster-ip').innerText(),
+        api: await page.locator('#view-services [data-service="api"] .cluster-ip').innerText(),
+        services: await page.locator('#view-services').innerText(),
+        pods: await kubectl(page, 'kubectl get pods -o wide'),
+      });
+      if (at === OFFLINE_URL) await shot(page, '12-offline-console');
+      await page.context().close();
+    }
+    const [offline, served] = views;
+    const [web, api] = coreClusterIps(clusterOptions('10.96.0.0/12', seed), ['web', 'api']);
+    assert.equal(offline.web, web, 'web: the core\'s ClusterIP for seed 42');
+    assert.equal(offline.api, api, 'api: the core\'s ClusterIP for seed 42');
+    assert.deepEqual(offline, served, 'the file:// page shows what the served page shows');
+    assert.deepEqual(offlineProblems(), []);
+  });
+
+  await test('file:// build: the guided tour\'s first steps run in the console', async () => {
+    const page = await openPage('', undefined, OFFLINE_URL);
+    await page.click('#tour-start');
+    assert.match(await page.locator('#tour-count').innerText(), /step 1 of 9/i);
+    assert.match(await page.locator('#console-output').innerText(), /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
+    await page.click('#tour-next');
+    assert.match(await page.locator('#tour-count').innerText(), /step 2 of 9/i);
+    const [expected] = coreClusterIps(clusterOptions('10.96.0.0/12', 0), ['test']);
+    assert.equal(await page.locator('#view-services [data-service="test"] .cluster-ip').innerText(), expected);
+    assert.match(await page.locator('#console-output').innerText(), /service\/test created/);
+    assert.match(page.url(), /#s=/, 'the address bar holds the scenario on file:// too');
+    await shot(page, '13-offline-tour');
+    await page.context().close();
+    assert.deepEqual(offlineProblems(), []);
   });
 
   await test('no console errors or page errors on any page', async () => {

@@ -1,5 +1,12 @@
 // The playground page: loads the core (wasm), runs the console, keeps the
 // views, the range map, the tour and the address bar in step.
+//
+// start() is called by one of two entry points, the page's only
+// difference between them being where the wasm comes from:
+//   main.js     the served site (<script type="module">): the wasm-bindgen
+//               glue fetches pkg/svcnet_wasm_bg.wasm next to itself
+//   offline.js  the file:// build (scripts/web-bundle/): bundled into one
+//               classic script with the wasm's bytes inside it
 
 import init, { Cluster } from '../pkg/svcnet_wasm.js';
 import { Session, replay } from './session.js';
@@ -369,8 +376,8 @@ function setupActions() {
 
 // ---- boot --------------------------------------------------------------------------
 
-async function main() {
-  await init();
+async function main(core) {
+  await init(core);
   setupTabs();
   setupConsole();
   setupCidr();
@@ -392,9 +399,16 @@ async function main() {
   document.body.dataset.ready = 'true';
 }
 
-main().catch((err) => {
-  $('#core-status').textContent = `The core failed to load: ${err.message ?? err}`;
-  throw err;
-});
+/**
+ * Loads the core and starts the page. `core` is what the wasm-bindgen glue's
+ * init takes: nothing (fetch the .wasm beside the glue) or
+ * `{ module_or_path: bytes }`.
+ */
+export function start(core) {
+  return main(core).catch((err) => {
+    $('#core-status').textContent = `The core failed to load: ${err.message ?? err}`;
+    throw err;
+  });
+}
 
 export { words };
