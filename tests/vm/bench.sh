@@ -250,6 +250,11 @@ EOF
     } >"$B/results.env"
     vm_export agent.json "$B/results.json"
     vm_export results.env "$B/results.env"
+    # The agent's own logs of round 1 and of the changes, to see where its time goes.
+    local f
+    for f in once-1 resync-1 run; do
+        [[ -f $B/$f.log ]] && { vm_agent_log "$B/$f.log" | tail -n 200 >"$B/$f.txt"; vm_export "agent-$f.log" "$B/$f.txt"; }
+    done
     vm_info "agent ${a} ms vs ipvsadm -R ${r} ms: ratio ${ratio}x (${ratio_full}x counting the address binds)"
     vm_pass report
 }
