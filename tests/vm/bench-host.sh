@@ -9,7 +9,7 @@
 # 2. `ipvs-agent plan --format ipvsadm-save` on them writes rules.txt, the
 #    same rules as `ipvsadm -R` input (a fair comparison: same rules);
 # 3. tests/vm/bench.sh runs in the VM ($BENCH_ROUNDS rounds, 3;
-#    $BENCH_CHANGES endpoint changes, 6) and sends back its figures;
+#    $BENCH_CHANGES endpoint changes, 4) and sends back its figures;
 # 4. benchmarks/agent.json and benchmarks/agent.md are written from them,
 #    with the host's CPU, load and the QEMU acceleration used.
 #
@@ -22,7 +22,7 @@ agent="${1:-$repo/target/release/ipvs-agent}"
 services="${BENCH_SERVICES:-5000}"
 endpoints="${BENCH_ENDPOINTS:-10}"
 rounds="${BENCH_ROUNDS:-3}"
-changes="${BENCH_CHANGES:-6}"
+changes="${BENCH_CHANGES:-4}"
 work="$repo/target/bench-vm"
 vm_dir="${SVCNET_VM_DIR:-$repo/target/vm}"
 out_md="$repo/benchmarks/agent.md"
@@ -101,7 +101,7 @@ IPVS table). Medians of $ROUNDS rounds, wall clock, milliseconds.
 | **speed-up of the agent over \`ipvsadm -R\`** | **${RATIO}x** | (${RATIO_FULL}x against \`ipvsadm -R\` + \`ip -batch\`) |
 | \`run --once\` again on the programmed table (adopts it: 0 operations) | $RESYNC ms | $(samples "$RESYNC_SAMPLES") |
 | \`ipvs-agent plan --format ipvsadm-save\` (no kernel: reading and planning alone) | $PLAN ms | $(samples "$PLAN_SAMPLES") |
-| **one endpoint change**: an EndpointSlice file rewritten → \`ipvsadm -Ln\` shows it (\`run\` in the background, \`--min-sync-period 100ms\`) | **$CHANGE ms** | $(samples "$CHANGE_SAMPLES") |
+| **one endpoint change**: an EndpointSlice file rewritten → \`ipvsadm -Ln\` shows it (\`run\` in the background, \`--min-sync-period 1s\`, which is also how often it polls the manifest files) | **$CHANGE ms** | $(samples "$CHANGE_SAMPLES") |
 | the same, \`duration_ms\` of the sync(s) it caused | $CHANGE_LOG ms | $(samples "$CHANGE_LOG_SAMPLES") |
 
 Operations the agent logged for the programming from empty: $AGENT_OPS.
