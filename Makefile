@@ -125,3 +125,28 @@ browser-deps: ## Install Debian's Chromium (apt-get) and the pinned playwright-c
 browser-test: playground-site browser-deps ## The playground in headless Chromium (tests/browser/); screenshots in target/browser/
 	$(step)
 	scripts/playground.sh test
+
+# ipvs-agent in the QEMU kernel: the end-to-end suite, the narrated demo and
+# the benchmark (tests/vm/agent.sh, demo.sh, bench.sh). The binary goes in
+# stripped (target/vm/ipvs-agent): a smaller initramfs boots faster.
+AGENT_VM_BIN := target/vm/ipvs-agent
+.PHONY: agent-vm-bin vm-agent demo-vm bench-vm
+agent-vm-bin: ## Build ipvs-agent (release) and a stripped copy for the VM; installs the VM tools
+	$(step)
+	tests/vm/setup.sh
+	$(CARGO) build --release -p ipvs-agent
+	@mkdir -p $(dir $(AGENT_VM_BIN))
+	strip -o $(AGENT_VM_BIN) target/release/ipvs-agent
+
+vm-agent: agent-vm-bin ## ipvs-agent end to end in the VM: scenarios a-h, IPv6, UDP, /healthz, /metrics (tests/vm/agent.sh)
+	$(step)
+	VM_TIMEOUT=$${VM_TIMEOUT:-600} tests/vm/run.sh tests/vm/agent.sh $(AGENT_VM_BIN) \
+		examples:/examples tests/vm/manifests:/vm-manifests
+
+demo-vm: agent-vm-bin ## The demo: the agent programs examples/ into a real kernel's IPVS, with traffic and a pod draining, narrated
+	$(step)
+	VM_TIMEOUT=$${VM_TIMEOUT:-400} tests/vm/run.sh tests/vm/demo.sh $(AGENT_VM_BIN) examples:/examples
+
+bench-vm: agent-vm-bin ## Benchmark in the VM: 5,000 Services x 10 endpoints, agent vs ipvsadm -R; writes benchmarks/agent.md and .json
+	$(step)
+	tests/vm/bench-host.sh target/release/ipvs-agent

@@ -338,7 +338,8 @@ _vm_wait_port() {
 # listening on every IPv4 and IPv6 address of NS. Waits until it listens.
 vm_tcp_backend() {
     local ns="$1" port="$2" name="${3:-$1}"
-    vm_bg "$ns" nc -ll -p "$port" -e /bin/sh -c "echo $name; exec cat"
+    # cat's complaint when a client resets the connection is not news.
+    vm_bg "$ns" nc -ll -p "$port" -e /bin/sh -c "echo $name; exec cat 2>/dev/null"
     _vm_wait_port "$ns" tcp "$port"
 }
 
@@ -355,9 +356,36 @@ vm_udp_backend() {
 
 # vm_tcp_request NS ADDR PORT [TIMEOUT]: connect from NS ("" = node), print
 # the first line the server sends; non-zero if none came in TIMEOUT (5) s.
+# With VM_TCP_CLOSE=reset, the client (socat, SO_LINGER 0) is killed once
+# the answer came, so the connection ends with a reset: IPVS then forgets it
+# in 10 s (CLOSE), where a normal close leaves it counted as an inactive
+# connection of its real server for 2 minutes (TIME_WAIT), which holds up
+# graceful termination.
 vm_tcp_request() {
-    local ns="$1" addr="$2" port="$3" t="${4:-5}" reply
-    reply="$(vm_in "$ns" timeout "$t" nc -w "$t" "$addr" "$port" </dev/null 2>/dev/null | head -n 1)" || true
+    local ns="$1" addr="$2" port="$3" t="${4:-5}" reply target
+    if [[ ${VM_TCP_CLOSE:-} == reset ]]; then
+        if [[ $addr == *:* ]]; then target="TCP6:[$addr]:$port"; else target="TCP4:$addr:$port"; fi
+        local out="$VM_STATE/request.$BASHPID" pid i
+        : >"$out"
+        # Not through vm_in: $! must be socat itself, not a subshell.
+        if [[ -z $ns || $ns == root ]]; then
+            socat -u "$target,linger=0" STDOUT >"$out" 2>/dev/null &
+        else
+            ip netns exec "$ns" socat -u "$target,linger=0" STDOUT >"$out" 2>/dev/null &
+        fi
+        pid=$!
+        for ((i = 0; i < t * 20; i++)); do
+            [[ -s $out && "$(tail -c 1 "$out")" == "" ]] && break
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.05
+        done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        reply="$(head -n 1 "$out")"
+        rm -f "$out"
+    else
+        reply="$(vm_in "$ns" timeout "$t" nc -w "$t" "$addr" "$port" </dev/null 2>/dev/null | head -n 1)" || true
+    fi
     [[ -n $reply ]] || return 1
     printf '%s\n' "$reply"
 }
@@ -368,6 +396,9 @@ vm_udp_request() {
     local ns="$1" addr="$2" port="$3" t="${4:-5}" reply target
     if [[ $addr == *:* ]]; then target="UDP6:[$addr]:$port"; else target="UDP4:$addr:$port"; fi
     reply="$(echo request | vm_in "$ns" timeout "$t" socat -t "$t" - "$target,null-eof" 2>/dev/null | head -n 1)" || true
+    # socat now and then fails to send ("write: Broken pipe", nothing sent):
+    # one more try.
+    [[ -n $reply ]] || reply="$(echo request | vm_in "$ns" timeout "$t" socat -t "$t" - "$target,null-eof" 2>/dev/null | head -n 1)" || true
     [[ -n $reply ]] || return 1
     printf '%s\n' "$reply"
 }
@@ -466,3 +497,147 @@ vm_conn_close() {
 
 # _vm_gone PID: the process has ended.
 _vm_gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# --- connections that end with a reset ----------------------------------------
+# A connection closed normally stays in the IPVS table in TIME_WAIT for two
+# minutes, counted as inactive on its real server (graceful termination waits
+# for it). One ended by a reset goes to CLOSE, which expires in 10 s.
+
+# vm_conn_open_abortable ID NS ADDR PORT: like vm_conn_open, but the client is
+# socat with SO_LINGER 0, so vm_conn_abort ends it with a reset.
+vm_conn_open_abortable() {
+    local id="$1" ns="$2" addr="$3" port="$4" fd target
+    local fifo="$VM_STATE/conn-$id.in" out="$VM_STATE/conn-$id.out"
+    if [[ $addr == *:* ]]; then target="TCP6:[$addr]:$port"; else target="TCP4:$addr:$port"; fi
+    rm -f "$fifo" "$out"
+    mkfifo "$fifo"
+    exec {fd}<>"$fifo"
+    VM_CONN_FD[$id]=$fd
+    (
+        exec {fd}>&-
+        if [[ -z $ns || $ns == root ]]; then
+            exec socat - "$target,linger=0"
+        else
+            exec ip netns exec "$ns" socat - "$target,linger=0"
+        fi
+    ) <"$fifo" >"$out" 2>&1 &
+    VM_CONN_PID[$id]=$!
+    echo "$!" >>"$VM_STATE/pids"
+    if ! vm_wait_until 5 test -s "$out"; then
+        echo "vm_conn_open_abortable $id: no answer from $addr:$port" >&2
+        return 1
+    fi
+    VM_CONN_BACKEND="$(vm_conn_backend "$id")"
+    echo "$VM_CONN_BACKEND"
+}
+
+# vm_conn_abort ID: end connection ID (opened by vm_conn_open_abortable) with
+# a TCP reset: the client is killed, and its socket, lingering 0 s, resets.
+vm_conn_abort() {
+    local id="$1" fd="${VM_CONN_FD[$1]:-}" pid="${VM_CONN_PID[$1]:-}"
+    [[ -n $pid ]] || { echo "vm_conn_abort: no connection $id in this shell" >&2; return 1; }
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    [[ -n $fd ]] && exec {fd}>&-
+    unset "VM_CONN_FD[$id]" "VM_CONN_PID[$id]"
+}
+
+# --- HTTP ----------------------------------------------------------------------
+
+# vm_http_get ADDR:PORT PATH [NS]: an HTTP/1.0 GET with socat (busybox wget
+# crashes in the VM); prints the response, headers and body. Non-zero if
+# nothing came back in 5 s.
+vm_http_get() {
+    local hostport="$1" path="$2" ns="${3:-}" out
+    out="$(printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$hostport" |
+        vm_in "$ns" timeout 5 socat -t 5 - "TCP:$hostport" 2>/dev/null | tr -d '\r')" || true
+    [[ -n $out ]] || return 1
+    printf '%s\n' "$out"
+}
+
+# vm_http_status ADDR:PORT PATH [NS]: only the status code (200, 503, ...).
+vm_http_status() {
+    vm_http_get "$@" | awk 'NR == 1 { print $2 }'
+}
+
+# --- ipvs-agent ------------------------------------------------------------------
+# The agent's `run` logs one line per sync, containing "sync complete" and
+# "full=... operations=N failed=M duration_ms=X". Its logs are kept in files;
+# these helpers read them (colour codes stripped).
+
+# vm_agent_log FILE: the log without terminal colour codes.
+vm_agent_log() { sed -e 's/\x1b\[[0-9;]*m//g' "$1"; }
+
+# vm_agent_syncs FILE: how many syncs the log reports.
+vm_agent_syncs() { vm_agent_log "$1" | grep -c 'sync complete' || true; }
+
+# vm_agent_sync_field FILE FIELD [N]: FIELD's value in the N-th sync line
+# (default: the last), e.g. operations, failed, duration_ms, full.
+vm_agent_sync_field() {
+    local file="$1" field="$2" n="${3:-}" lines
+    lines="$(vm_agent_log "$file" | grep 'sync complete')" || return 1
+    if [[ -n $n ]]; then lines="$(sed -n "${n}p" <<<"$lines")"; else lines="$(tail -n 1 <<<"$lines")"; fi
+    [[ -n $lines ]] || return 1
+    sed -n "s/.*[[:space:]]$field=\([^[:space:]]*\).*/\1/p" <<<"$lines" | tr -d '"'
+}
+
+# vm_agent_start LOG ARGS...: `ipvs-agent run ARGS` in the background (in
+# namespace $VM_AGENT_NETNS if set), its output (stdout and stderr) in LOG;
+# waits (60 s, or $VM_AGENT_START_TIMEOUT) for its first sync. Sets
+# VM_AGENT_PID. vm_reset kills it.
+vm_agent_start() {
+    local log="$1"
+    shift
+    : >"$log"
+    if [[ -n ${VM_AGENT_NETNS:-} ]]; then
+        NO_COLOR=1 ip netns exec "$VM_AGENT_NETNS" ipvs-agent run "$@" >>"$log" 2>&1 &
+    else
+        NO_COLOR=1 ipvs-agent run "$@" >>"$log" 2>&1 &
+    fi
+    VM_AGENT_PID=$!
+    echo "$VM_AGENT_PID" >>"$VM_STATE/pids"
+    echo "$VM_AGENT_PID" >"$VM_STATE/agent.pid"
+    if ! vm_wait_until "${VM_AGENT_START_TIMEOUT:-60}" _vm_agent_synced "$log" 1; then
+        echo "vm_agent_start: no sync in ${VM_AGENT_START_TIMEOUT:-60} s; the log:" >&2
+        vm_agent_log "$log" | tail -n 20 >&2
+        return 1
+    fi
+}
+
+# _vm_agent_synced LOG N: the log reports at least N syncs.
+_vm_agent_synced() { (($(vm_agent_syncs "$1") >= $2)); }
+
+# vm_agent_wait_syncs LOG N [TIMEOUT]: wait (default 30 s) until LOG reports
+# N more syncs than it does now.
+vm_agent_wait_syncs() {
+    local log="$1" n="$2" t="${3:-30}" have
+    have="$(vm_agent_syncs "$log")"
+    vm_wait_until "$t" _vm_agent_synced "$log" $((have + n))
+}
+
+# vm_agent_stop [SIGNAL]: stop the agent vm_agent_start started (TERM by
+# default) and wait (10 s) for it to end.
+vm_agent_stop() {
+    local sig="${1:-TERM}" pid
+    pid="$(cat "$VM_STATE/agent.pid" 2>/dev/null)" || return 0
+    [[ -n $pid ]] || return 0
+    kill "-$sig" "$pid" 2>/dev/null || true
+    vm_wait_until 10 _vm_gone "$pid" || kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    rm -f "$VM_STATE/agent.pid"
+}
+
+# vm_rs_weight VS RS: the weight of real server RS (ADDR:PORT, IPv6 in
+# brackets) of virtual server VS (-t ADDR:PORT or -u ADDR:PORT), as
+# `ipvsadm -Ln` shows it; nothing if it is not there.
+vm_rs_weight() { _vm_rs_column "$1" "$2" 4; }
+
+# vm_rs_conns VS RS: "ACTIVE INACTIVE" connection counts of that real server.
+# shellcheck disable=SC2016 # awk code
+vm_rs_conns() { _vm_rs_column "$1" "$2" '5 " " $6'; }
+
+_vm_rs_column() {
+    local vs="$1" rs="$2" col="$3"
+    # shellcheck disable=SC2086 # "-t ADDR:PORT" is two words
+    ipvsadm -Ln $vs 2>/dev/null | awk -v rs="$rs" "\$1 == \"->\" && \$2 == rs { print \$$col }"
+}
