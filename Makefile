@@ -22,7 +22,7 @@ BENCH_RESULTS := benchmarks
 
 step = @printf '\n==> make %s\n' '$@'
 
-.PHONY: help deps fmt fmt-check clippy unit test-release wasm-check wasm-env \
+.PHONY: help deps fmt fmt-check clippy unit test-release wasm-check wasm-env tour \
 	wasm vectors wasm-vectors bench test demo
 
 help: ## List the targets
@@ -87,10 +87,12 @@ bench: ## Benchmarks (cargo bench -p svcnet-core); figures written to benchmarks
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel ## Everything CI runs: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel
+test: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-agent ## Everything CI runs: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-agent
 	@printf '\n==> make test: all steps passed\n'
 
-demo: ## The narrated tour of the core on examples/services.yaml (the agent demo comes with the agent)
+demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
+
+tour: ## The narrated tour of the core alone (no kernel): CIDRs, ClusterIPs, EndpointSlices, the IPVS table, DNS
 	$(step)
 	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml examples/pods.yaml
 

@@ -159,7 +159,7 @@ change_target() {
     [[ -n $SLICE_FILE && -n $VIP && -n $EP ]]
 }
 
-_rs_present() { in_ns changes ipvsadm -Ln -t "$VIP:80" | grep -q " $EP:8080 "; }
+_rs_present() { in_ns changes ipvsadm -Ln -t "$VIP:80" | grep " $EP:8080 " >/dev/null; }
 _rs_absent() { ! _rs_present; }
 
 changes() {

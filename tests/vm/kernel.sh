@@ -72,7 +72,7 @@ plan() {
     vm_check_eq observe-addresses \
         "$(printf '%s\n' 10.96.0.10 10.96.0.11 10.96.0.12 fd00:10:96::20)" "$(kernel_check addresses)"
     vm_check unbind-address kernel_check unbind 10.96.0.12 fd00:10:96::20
-    vm_check unbound-gone-per-ip bash -c '! ip -o addr show dev kube-ipvs0 | grep -qE "10\.96\.0\.12/|fd00:10:96::20/"'
+    vm_check unbound-gone-per-ip bash -c '! ip -o addr show dev kube-ipvs0 | grep -E "10\.96\.0\.12/|fd00:10:96::20/" >/dev/null'
     vm_check unbind-absent-is-ok kernel_check unbind 10.96.0.12 fd00:10:96::20
     vm_check bind-twice-is-ok kernel_check bind 10.96.0.12 10.96.0.12 fd00:10:96::20
     vm_check_eq rebound-once-per-ip 2 "$(ip -o addr show dev kube-ipvs0 | grep -cE ' (10\.96\.0\.12/32|fd00:10:96::20/128) ')"
