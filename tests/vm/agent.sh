@@ -91,7 +91,7 @@ once_equals_plan() {
     echo "--- ipvsadm-save -n after run --once"
     printf '%s\n' "$save"
     # The same virtual servers, each with the same real servers in the same
-    # order; the kernel's own order of virtual servers is its hash order.
+    # order (ipvsadm sorts virtual servers with a wrapping comparator).
     vm_check_eq a-save-equals-plan "$(vm_save_blocks <<<"$plan")" "$(vm_save_blocks <<<"$save")"
     # Every ClusterIP is bound on kube-ipvs0.
     local bound ip

@@ -219,9 +219,9 @@ vm_ipvs_save() { ipvsadm-save -n; }
 
 # vm_save_blocks < SAVE-TEXT: ipvsadm-save text as one line per virtual
 # server (its -A line and its -a lines, in their order, joined by " | "),
-# sorted. The kernel lists virtual servers in its hash-table order, which
-# mixes in the network namespace's address in kernel memory, so only this
-# block order can be compared with `ipvs-agent plan`'s sorted listing.
+# sorted. ipvsadm-save sorts virtual servers by subtracting addresses as
+# 32-bit integers (which wraps), `ipvs-agent plan` numerically, so only
+# this block order can be compared.
 vm_save_blocks() {
     awk '/^-A / { if (b != "") print b; b = $0; next } { b = b " | " $0 } END { if (b != "") print b }' | sort
 }
