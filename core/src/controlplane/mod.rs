@@ -18,6 +18,7 @@ pub mod objects;
 pub mod proxy;
 pub mod prune;
 pub mod services;
+pub mod slice_store;
 pub mod slices;
 pub mod snapshot;
 
@@ -25,6 +26,7 @@ pub use apply::{Applied, ApplyAction};
 pub use config::{ClusterConfig, ConfigError, ValidatedConfig};
 pub use error::ApiError;
 pub use prune::{ObjectRef, SetOutcome};
+use slice_store::SliceStore;
 pub use snapshot::Snapshot;
 
 use crate::api::{EndpointSlice, Node, ObjectMeta, Pod, Service, ServiceCidr};
@@ -50,7 +52,7 @@ pub struct ControlPlane {
     service_cidrs: BTreeMap<String, ServiceCidr>,
     pods: BTreeMap<ObjectKey, Pod>,
     nodes: BTreeMap<String, Node>,
-    endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
+    endpoint_slices: SliceStore,
     cluster_ips: ClusterIpAllocator,
     node_ports: NodePortAllocator,
     rng: Rng,
@@ -78,7 +80,7 @@ impl ControlPlane {
             service_cidrs: BTreeMap::new(),
             pods: BTreeMap::new(),
             nodes: BTreeMap::new(),
-            endpoint_slices: BTreeMap::new(),
+            endpoint_slices: SliceStore::default(),
             cluster_ips,
             node_ports,
             leases: ApiserverLeases::default(),

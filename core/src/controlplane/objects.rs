@@ -52,9 +52,7 @@ impl ControlPlane {
     /// The EndpointSlices of Service `namespace/service` (labelled
     /// `kubernetes.io/service-name: <service>`), sorted by name.
     pub fn endpoint_slices_for(&self, namespace: &str, service: &str) -> Vec<&EndpointSlice> {
-        self.slices_in(namespace)
-            .filter(|s| s.service_name() == Some(service))
-            .collect()
+        self.endpoint_slices.for_service(namespace, service).collect()
     }
 
     /// Creates or replaces a Pod; the slices of the Services selecting it

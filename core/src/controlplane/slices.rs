@@ -56,8 +56,9 @@ impl ControlPlane {
             return;
         }
         let existing: Vec<&EndpointSlice> = self
-            .slices_in(namespace)
-            .filter(|s| s.service_name() == Some(name) && s.is_managed_by_controller())
+            .endpoint_slices
+            .for_service(namespace, name)
+            .filter(|s| s.is_managed_by_controller())
             .collect();
         let existing_names: Vec<String> = existing.iter().map(|s| s.metadata.name.clone()).collect();
         let wanted = match self.services.get(&(namespace.to_string(), name.to_string())) {
@@ -129,15 +130,6 @@ impl ControlPlane {
             None => self.stamp(&mut slice.metadata),
         }
         self.endpoint_slices.insert(key, slice);
-    }
-
-    /// The slices of `namespace`.
-    pub(super) fn slices_in(&self, namespace: &str) -> impl Iterator<Item = &EndpointSlice> + '_ {
-        let namespace = namespace.to_string();
-        self.endpoint_slices
-            .range((namespace.clone(), String::new())..)
-            .take_while(move |((ns, _), _)| *ns == namespace)
-            .map(|(_, slice)| slice)
     }
 
     /// The Pods of `namespace`.
