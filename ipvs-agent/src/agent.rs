@@ -1,11 +1,12 @@
 //! `run`'s main loop, one step at a time: pick up manifest changes (at most
 //! once per `--min-sync-period`), renew the apiserver leases, feed what
 //! changed to the [`SyncLoop`], save the state file after each accepted
-//! change. A bad manifest is logged (file, document, field) and the last
-//! good state stays programmed and saved. Time is passed in, so tests drive
+//! change that may have moved allocations (a Service or ServiceCIDR). A
+//! bad manifest is logged (file, document, field) and the last good state
+//! stays programmed and saved. Time is passed in, so tests drive
 //! it; `main.rs` drives it with the real clock.
 
-use crate::cluster::{changed_services, Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError, Refreshed};
 use crate::dataplane::Dataplane;
 use crate::metrics::Metrics;
 use crate::node::NodeFlags;
@@ -13,7 +14,7 @@ use crate::sync::{SyncLoop, SyncReport, SyncSettings};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use svcnet_core::controlplane::{ApplyAction, ControlPlane, SetOutcome};
+use svcnet_core::controlplane::{ApplyAction, ControlPlane, ObjectKey};
 use svcnet_core::proxy::{NodeInfo, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -57,7 +58,7 @@ impl<D: Dataplane> Agent<D> {
     ) -> Result<Agent<D>, ClusterError> {
         cluster.heartbeat(now);
         if let Some(refreshed) = cluster.refresh()? {
-            log_outcome(&refreshed.outcome);
+            log_outcome(&refreshed);
         }
         if let Err(e) = cluster.save() {
             tracing::error!(error = %e, "cannot save the state");
@@ -105,7 +106,7 @@ impl<D: Dataplane> Agent<D> {
             self.poll_manifests();
         }
         if self.cluster.heartbeat(now) {
-            self.update_services(["default/kubernetes".to_string()]);
+            self.update_services([("default".to_string(), "kubernetes".to_string())]);
         }
         self.sync.tick(now).await
     }
@@ -131,14 +132,16 @@ impl<D: Dataplane> Agent<D> {
             Ok(None) => {}
             Ok(Some(refreshed)) => {
                 self.last_error = None;
-                log_outcome(&refreshed.outcome);
-                self.save();
+                log_outcome(&refreshed);
+                if refreshed.allocations_changed() {
+                    self.save();
+                }
                 let node = resolve_node(&self.settings, self.cluster.control_plane(), Some(self.sync.node()));
                 if &node != self.sync.node() {
                     tracing::info!(node = %node.name, ips = ?node.ips, "node addresses changed");
                     self.rebuild();
                 } else {
-                    self.update_services(changed_services(&refreshed.before, self.cluster.control_plane()));
+                    self.update_services(refreshed.outcome.services);
                 }
             }
             Err(e) => {
@@ -161,13 +164,14 @@ impl<D: Dataplane> Agent<D> {
         }
     }
 
-    fn update_services(&mut self, keys: impl IntoIterator<Item = String>) {
+    fn update_services(&mut self, keys: impl IntoIterator<Item = ObjectKey>) {
         let cp = self.cluster.control_plane();
-        for key in keys {
-            let (ns, name) = key.split_once('/').unwrap_or(("default", key.as_str()));
-            let slices = cp.endpoint_slices_for(ns, name);
-            self.sync
-                .update_service(&key, cp.service(ns, name).map(|svc| (svc, slices.as_slice())));
+        for (ns, name) in keys {
+            let slices = cp.endpoint_slices_for(&ns, &name);
+            self.sync.update_service(
+                &format!("{ns}/{name}"),
+                cp.service(&ns, &name).map(|svc| (svc, slices.as_slice())),
+            );
         }
     }
 }
@@ -193,13 +197,15 @@ fn resolve_node(settings: &AgentSettings, cp: &ControlPlane, previous: Option<&N
 }
 
 /// Logs what applying the manifests did, as counts.
-pub fn log_outcome(outcome: &SetOutcome) {
+pub fn log_outcome(refreshed: &Refreshed) {
+    let outcome = &refreshed.outcome;
     let count = |action| outcome.applied.iter().filter(|a| a.action == action).count();
     tracing::info!(
         created = count(ApplyAction::Created),
         configured = count(ApplyAction::Configured),
-        unchanged = count(ApplyAction::Unchanged),
+        unchanged = count(ApplyAction::Unchanged) + refreshed.unchanged,
         deleted = outcome.deleted.len(),
+        services_changed = outcome.services.len(),
         "manifests applied"
     );
 }

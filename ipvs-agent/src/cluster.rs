@@ -3,14 +3,12 @@
 //! apiserver lease heartbeats, and saved back after each change. All the
 //! Kubernetes behaviour is the core's; this is the I/O around it.
 
-use crate::manifests::{ManifestError, Sources};
+use crate::manifests::{ManifestError, Manifests, Sources};
 use crate::state::{self, StateError};
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use svcnet_core::api::EndpointSlice;
-use svcnet_core::controlplane::{ClusterConfig, ConfigError, ControlPlane, SetOutcome};
-use svcnet_core::proxy::slices_by_service;
+use svcnet_core::api::manifest::Object;
+use svcnet_core::controlplane::{ApplyAction, ClusterConfig, ConfigError, ControlPlane, SetOutcome};
 use svcnet_core::time::Time;
 use thiserror::Error;
 
@@ -31,10 +29,11 @@ pub enum ClusterError {
 /// What a manifest change did.
 #[derive(Debug)]
 pub struct Refreshed {
-    /// The control plane before the change.
-    pub before: ControlPlane,
-    /// Objects applied and deleted.
+    /// Objects applied and deleted, and the Services that changed.
     pub outcome: SetOutcome,
+    /// Objects in the manifests not applied again, being unchanged since
+    /// the last accepted read.
+    pub unchanged: usize,
 }
 
 /// The control plane with its inputs and its state file.
@@ -46,6 +45,8 @@ pub struct Cluster {
     apiservers: Vec<SocketAddr>,
     /// Fingerprint of the manifests last acted on, accepted or not.
     seen: Option<u64>,
+    /// The manifests last accepted, decoded.
+    accepted: Option<Manifests>,
 }
 
 impl Cluster {
@@ -77,6 +78,7 @@ impl Cluster {
             state_file,
             apiservers,
             seen: None,
+            accepted: None,
         })
     }
 
@@ -87,9 +89,11 @@ impl Cluster {
 
     /// Reads the manifests and, when they differ from the last ones seen,
     /// makes the control plane hold exactly their objects (deleting those
-    /// no longer there). `Ok(None)` when nothing changed. On error the
-    /// control plane is unchanged, and the same broken content is not
-    /// reported again until it changes.
+    /// no longer there). After the first accepted read, only files whose
+    /// text changed are decoded and only objects that changed are applied.
+    /// `Ok(None)` when nothing changed. On error the control plane is
+    /// unchanged, and the same broken content is not reported again until
+    /// it changes.
     pub fn refresh(&mut self) -> Result<Option<Refreshed>, ManifestError> {
         let sources = match Sources::read(&self.manifests) {
             Ok(s) => s,
@@ -103,13 +107,31 @@ impl Cluster {
             return Ok(None);
         }
         self.seen = Some(fingerprint);
-        let manifests = sources.decode()?;
-        let before = self.cp.clone();
-        let outcome = self
-            .cp
-            .apply_set(&manifests.objects)
-            .map_err(|(i, e)| manifests.refusal(i, e))?;
-        Ok(Some(Refreshed { before, outcome }))
+        let manifests = sources.decode(self.accepted.as_ref())?;
+        let total = manifests.objects().count();
+        let changes = self.accepted.as_ref().and_then(|a| manifests.changes_since(a));
+        let (outcome, applied) = match changes {
+            Some(batch) => {
+                let outcome = self
+                    .cp
+                    .apply_changes(&batch.objects, &batch.removed)
+                    .map_err(|(i, e)| batch.refusal(i, e))?;
+                (outcome, batch.objects.len())
+            }
+            None => {
+                let batch = manifests.batch();
+                let outcome = self
+                    .cp
+                    .apply_set(&batch.objects)
+                    .map_err(|(i, e)| batch.refusal(i, e))?;
+                (outcome, total)
+            }
+        };
+        self.accepted = Some(manifests);
+        Ok(Some(Refreshed {
+            outcome,
+            unchanged: total - applied,
+        }))
     }
 
     /// Renews the apiservers' leases at `now` (the agent stands in for the
@@ -124,38 +146,36 @@ impl Cluster {
         self.cp.endpoint_slice("default", "kubernetes") != before.as_ref()
     }
 
-    /// Writes the control plane to the state file, if there is one.
+    /// Writes the allocations to the state file, if there is one: the
+    /// Services and ServiceCIDRs with the allocators' state
+    /// ([`ControlPlane::allocation_snapshot`]). Pods, Nodes and
+    /// EndpointSlices come from the manifests again at start.
     pub fn save(&self) -> Result<(), StateError> {
         match &self.state_file {
-            Some(path) => state::save(path, &self.cp.snapshot()),
+            Some(path) => state::save(path, &self.cp.allocation_snapshot()),
             None => Ok(()),
         }
     }
 }
 
-/// The Services (`namespace/name`) whose object or EndpointSlices differ
-/// between two control planes, removed ones included.
-pub fn changed_services(before: &ControlPlane, after: &ControlPlane) -> BTreeSet<String> {
-    let services = |cp: &ControlPlane| -> BTreeMap<String, _> { cp.services().map(|s| (s.key(), s.clone())).collect() };
-    let slices = |cp: &ControlPlane| -> BTreeMap<String, Vec<EndpointSlice>> {
-        slices_by_service(cp.endpoint_slices())
-            .into_iter()
-            .map(|(k, v)| (k, v.into_iter().cloned().collect()))
-            .collect()
-    };
-    let (svc_a, svc_b) = (services(before), services(after));
-    let (sl_a, sl_b) = (slices(before), slices(after));
-    svc_a
-        .keys()
-        .chain(svc_b.keys())
-        .filter(|k| svc_a.get(*k) != svc_b.get(*k) || sl_a.get(*k) != sl_b.get(*k))
-        .cloned()
-        .collect()
+impl Refreshed {
+    /// Whether allocations may have changed: some Service or ServiceCIDR
+    /// was created, changed or deleted. Otherwise the state file need not
+    /// be written again.
+    pub fn allocations_changed(&self) -> bool {
+        let allocating = |o: &Object| matches!(o, Object::Service(_) | Object::ServiceCidr(_));
+        self.outcome
+            .applied
+            .iter()
+            .any(|a| a.action != ApplyAction::Unchanged && allocating(&a.object))
+            || self.outcome.deleted.iter().any(allocating)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
     use std::fs;
 
     const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {type: NodePort, selector: {app: web}, ports: [{port: 80}]}\n";
@@ -202,7 +222,7 @@ mod tests {
         let again = second.control_plane().service("default", "web").unwrap();
         assert_eq!(again.spec.cluster_ip, web.spec.cluster_ip);
         assert_eq!(again.spec.ports[0].node_port, web.spec.ports[0].node_port);
-        assert!(changed_services(&refreshed.before, second.control_plane()).is_empty());
+        assert!(refreshed.outcome.services.is_empty());
     }
 
     #[test]
@@ -242,8 +262,8 @@ mod tests {
         let mut cluster = Cluster::open(config(), None, vec![dir.path().to_path_buf()]).unwrap();
         let first = cluster.refresh().unwrap().unwrap();
         assert_eq!(
-            changed_services(&first.before, cluster.control_plane()),
-            BTreeSet::from(["default/web".to_string()])
+            first.outcome.services,
+            BTreeSet::from([("default".to_string(), "web".to_string())])
         );
         assert!(cluster.refresh().unwrap().is_none(), "unchanged content");
 
@@ -262,8 +282,13 @@ mod tests {
         let refreshed = cluster.refresh().unwrap().unwrap();
         assert_eq!(refreshed.outcome.deleted.len(), 1);
         assert_eq!(
-            changed_services(&refreshed.before, cluster.control_plane()),
-            BTreeSet::from(["default/web".to_string()])
+            (refreshed.outcome.applied.len(), refreshed.unchanged),
+            (0, 1),
+            "web is not applied again"
+        );
+        assert_eq!(
+            refreshed.outcome.services,
+            BTreeSet::from([("default".to_string(), "web".to_string())])
         );
     }
 

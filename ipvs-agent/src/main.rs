@@ -92,7 +92,7 @@ fn load_cluster(common: &Common, announce: bool) -> Result<Cluster, Failure> {
     )?;
     let refreshed = cluster.refresh().map_err(|e| failure(e, USAGE))?;
     if let Some(refreshed) = refreshed.filter(|_| announce) {
-        log_outcome(&refreshed.outcome);
+        log_outcome(&refreshed);
     }
     Ok(cluster)
 }
@@ -193,8 +193,8 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let mut agent = Agent::start(cluster, dataplane, settings, metrics.clone(), clock.now())?;
 
     if args.once {
+        // The state file was saved at start; a sync changes no allocation.
         let report = agent.sync_now(clock.now()).await;
-        agent.save();
         return Ok(if report.succeeded() {
             ExitCode::SUCCESS
         } else {

@@ -12,6 +12,7 @@
 //! [`ControlPlane::snapshot`] and [`ControlPlane::restore`].
 
 pub mod apply;
+mod changes;
 pub mod config;
 pub mod error;
 pub mod objects;

@@ -3,7 +3,7 @@
 //! itself (the `kubernetes` Service and its EndpointSlice, the EndpointSlice
 //! controller's slices). The agent runs its manifest files through this.
 
-use super::{ApiError, Applied, ControlPlane};
+use super::{ApiError, Applied, ControlPlane, ObjectKey};
 use crate::api::manifest::Object;
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
 use std::collections::BTreeSet;
@@ -39,13 +39,17 @@ impl ObjectRef {
     }
 }
 
-/// What [`ControlPlane::apply_set`] did.
+/// What [`ControlPlane::apply_set`] or [`ControlPlane::apply_changes`] did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SetOutcome {
-    /// Each object of the set, as applied, in the order it was applied.
+    /// Each object given, as applied, in the order it was applied.
     pub applied: Vec<Applied>,
-    /// The objects deleted because the set no longer has them.
+    /// The objects deleted.
     pub deleted: Vec<Object>,
+    /// The Services, as `(namespace, name)`, whose object or EndpointSlices
+    /// are not what they were before (deleted ones included): what a proxy
+    /// has to look at again.
+    pub services: BTreeSet<ObjectKey>,
 }
 
 /// The order kinds are applied in: what others refer to first.
@@ -56,6 +60,17 @@ fn apply_rank(object: &Object) -> u8 {
         Object::Service(_) => 2,
         Object::EndpointSlice(_) => 3,
         Object::Pod(_) => 4,
+    }
+}
+
+/// The order kinds are deleted in: what refers to others first.
+fn delete_rank(object: &ObjectRef) -> u8 {
+    match object.kind {
+        "Service" => 0,
+        "EndpointSlice" => 1,
+        "Pod" => 2,
+        "Node" => 3,
+        _ => 4,
     }
 }
 
@@ -94,18 +109,50 @@ impl ControlPlane {
     /// control plane is left as it was and the error comes back with the
     /// index of that object in `objects`.
     pub fn apply_set(&mut self, objects: &[Object]) -> Result<SetOutcome, (usize, ApiError)> {
-        let before = self.clone();
-        let result = self.apply_set_inner(objects);
-        if result.is_err() {
-            *self = before;
-        }
-        result
+        let keep: BTreeSet<ObjectRef> = objects.iter().map(ObjectRef::of).collect();
+        let gone: Vec<ObjectRef> = self.user_objects().into_iter().filter(|r| !keep.contains(r)).collect();
+        self.apply_changes(objects, &gone)
     }
 
-    fn apply_set_inner(&mut self, objects: &[Object]) -> Result<SetOutcome, (usize, ApiError)> {
-        let keep: BTreeSet<ObjectRef> = objects.iter().map(ObjectRef::of).collect();
+    /// Deletes the user objects `removed` (Services first, ServiceCIDRs
+    /// last), then applies `objects` in the order [`Self::apply_set`] does.
+    /// All or nothing, like `apply_set`; a failed deletion comes back with
+    /// index `objects.len()`.
+    ///
+    /// `apply_set(set)` is `apply_changes(set, <user objects not in set>)`.
+    /// A caller that applied a set before and knows what differs in the
+    /// next one passes only the new and changed objects and the ones gone:
+    /// the result is the same, since applying an object again unchanged
+    /// changes nothing, and the cost follows the change, not the set.
+    pub fn apply_changes(
+        &mut self,
+        objects: &[Object],
+        removed: &[ObjectRef],
+    ) -> Result<SetOutcome, (usize, ApiError)> {
+        let watch = self.services_affected(objects, removed);
+        let services_before = self.service_states(&watch);
+        let before = self.clone();
+        match self.apply_changes_inner(objects, removed) {
+            Ok(mut outcome) => {
+                outcome.services = self.changed_services(services_before, &watch);
+                Ok(outcome)
+            }
+            Err(e) => {
+                *self = before;
+                Err(e)
+            }
+        }
+    }
+
+    fn apply_changes_inner(
+        &mut self,
+        objects: &[Object],
+        removed: &[ObjectRef],
+    ) -> Result<SetOutcome, (usize, ApiError)> {
         let mut outcome = SetOutcome::default();
-        for gone in self.user_objects().into_iter().filter(|r| !keep.contains(r)) {
+        let mut gone: Vec<&ObjectRef> = removed.iter().collect();
+        gone.sort_by_key(|r| delete_rank(r));
+        for gone in gone {
             // The index of a deleted object is not in the set; point past it.
             let deleted = self
                 .delete(gone.kind, &gone.namespace, &gone.name)
@@ -199,5 +246,89 @@ mod tests {
         // Both leave together: the Service goes first, so the CIDR can go.
         cp.apply_set(&[]).unwrap();
         assert_eq!(cp.service_cidrs().count(), 0);
+    }
+
+    fn keys(outcome: &SetOutcome) -> Vec<String> {
+        outcome
+            .services
+            .iter()
+            .map(|(ns, name)| format!("{ns}/{name}"))
+            .collect()
+    }
+
+    const SLICE: &str = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: db-1, labels: {kubernetes.io/service-name: db}}\naddressType: IPv4\nports: [{port: 5432}]\nendpoints: [{addresses: [10.244.1.1]}]\n";
+
+    #[test]
+    fn apply_changes_reports_the_services_that_changed() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let first = cp.apply_set(&objects(&format!("{SET}---\n{SLICE}"))).unwrap();
+        assert_eq!(keys(&first), ["default/db", "default/web"]);
+
+        // The slice moves to another address: only db changed.
+        let moved = objects(&SLICE.replace("10.244.1.1", "10.244.1.2"));
+        let outcome = cp.apply_changes(&moved, &[]).unwrap();
+        assert_eq!(keys(&outcome), ["default/db"]);
+        // Applied again unchanged: nothing changed.
+        assert!(cp.apply_changes(&moved, &[]).unwrap().services.is_empty());
+
+        // The pod goes: web's managed slice loses its endpoint.
+        let pod = ObjectRef::new("Pod", "default", "web-1");
+        let outcome = cp.apply_changes(&[], &[pod]).unwrap();
+        assert_eq!(keys(&outcome), ["default/web"]);
+        assert_eq!(outcome.deleted.len(), 1);
+
+        // Relabelled to web: both Services see it change.
+        let relabelled = objects(&SLICE.replace("service-name: db", "service-name: web"));
+        assert_eq!(
+            keys(&cp.apply_changes(&relabelled, &[]).unwrap()),
+            ["default/db", "default/web"]
+        );
+
+        // db deleted with its (now web's) slice gone too.
+        let gone = [
+            ObjectRef::new("EndpointSlice", "default", "db-1"),
+            ObjectRef::new("Service", "default", "db"),
+        ];
+        assert_eq!(
+            keys(&cp.apply_changes(&[], &gone).unwrap()),
+            ["default/db", "default/web"]
+        );
+        assert!(cp.service("default", "db").is_none());
+    }
+
+    #[test]
+    fn apply_changes_ends_where_apply_set_does() {
+        let config = ClusterConfig::default();
+        let old = objects(&format!("{SET}---\n{SLICE}"));
+        let new = objects(&format!("{}---\n{}", SET.replace("10.244.0.5", "10.244.0.6"), SLICE))[1..].to_vec();
+        let mut whole = ControlPlane::new(config.clone()).unwrap();
+        whole.apply_set(&old).unwrap();
+        let mut delta = whole.clone();
+        let set_outcome = whole.apply_set(&new).unwrap();
+
+        // What differs: the pod changed, web's Service left the set.
+        let changed: Vec<Object> = new.iter().filter(|o| !old.contains(o)).cloned().collect();
+        assert_eq!(changed.len(), 1);
+        let removed = [ObjectRef::new("Service", "default", "web")];
+        let delta_outcome = delta.apply_changes(&changed, &removed).unwrap();
+        assert_eq!(delta, whole);
+        assert_eq!(delta_outcome.services, set_outcome.services);
+        assert_eq!(delta_outcome.deleted, set_outcome.deleted);
+    }
+
+    #[test]
+    fn a_refused_change_changes_nothing() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        cp.apply_set(&objects(SET)).unwrap();
+        let before = cp.clone();
+        let bad = objects(&SLICE.replace("port: 5432", "port: 0"));
+        let gone = [ObjectRef::new("Service", "default", "web")];
+        let (index, _) = cp.apply_changes(&bad, &gone).unwrap_err();
+        assert_eq!(index, 0);
+        assert_eq!(cp, before);
+        let missing = [ObjectRef::new("Pod", "default", "nope")];
+        let (index, err) = cp.apply_changes(&[], &missing).unwrap_err();
+        assert_eq!((index, err.to_string()), (0, "pods \"nope\" not found".to_string()));
+        assert_eq!(cp, before);
     }
 }

@@ -81,12 +81,26 @@ impl ControlPlane {
     /// The whole state as data.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            config: self.config.raw.clone(),
-            services: self.services.values().cloned().collect(),
-            service_cidrs: self.service_cidrs.values().cloned().collect(),
             pods: self.pods.values().cloned().collect(),
             nodes: self.nodes.values().cloned().collect(),
             endpoint_slices: self.endpoint_slices.values().cloned().collect(),
+            ..self.allocation_snapshot()
+        }
+    }
+
+    /// The state without Pods, Nodes and EndpointSlices: the Services and
+    /// ServiceCIDRs with the allocators, which is what keeps ClusterIPs and
+    /// NodePorts across a restart when the workloads come back from
+    /// elsewhere (the agent re-reads them from its manifests). Much smaller
+    /// than [`Self::snapshot`] in a cluster with many endpoints.
+    pub fn allocation_snapshot(&self) -> Snapshot {
+        Snapshot {
+            config: self.config.raw.clone(),
+            services: self.services.values().cloned().collect(),
+            service_cidrs: self.service_cidrs.values().cloned().collect(),
+            pods: Vec::new(),
+            nodes: Vec::new(),
+            endpoint_slices: Vec::new(),
             cluster_ips: self.cluster_ips.snapshot(),
             node_ports: self.node_ports.snapshot(),
             rng: self.rng.clone(),

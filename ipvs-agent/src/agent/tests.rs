@@ -117,7 +117,9 @@ async fn programs_the_manifests_and_follows_file_changes() {
     assert_eq!(kernel.virtual_servers[&web].real_servers.len(), 1);
     assert_eq!(agent.step(at(2)).await, None, "nothing changed");
     let saved = fs::read_to_string(dir.path().join("state.json")).unwrap();
-    assert!(!saved.contains("web-2"), "the state file follows");
+    let web_ip = &agent.control_plane().service("default", "web").unwrap().spec.cluster_ip;
+    assert!(saved.contains(&format!("\"clusterIP\": \"{web_ip}\"")), "{saved}");
+    assert!(!saved.contains("web-1"), "pods are not saved: the manifests have them");
 }
 
 #[tokio::test]
@@ -155,7 +157,18 @@ async fn a_bad_manifest_keeps_the_previous_state_programmed_and_saved() {
         report.operations, 6,
         "add web-3, delete web-1 and web-2 (no connections), twice"
     );
-    assert_ne!(fs::read_to_string(&state).unwrap(), saved);
+    assert_eq!(
+        fs::read_to_string(&state).unwrap(),
+        saved,
+        "only pods changed: no allocation to save"
+    );
+
+    // A new Service is an allocation: saved.
+    let db = WEB.replace("name: web", "name: db");
+    replace(&file, &format!("{WEB}---\n{db}---\n{}", pod("web-3", "10.244.1.13")));
+    agent.step(at(5)).await;
+    let db_ip = &agent.control_plane().service("default", "db").unwrap().spec.cluster_ip;
+    assert!(fs::read_to_string(&state).unwrap().contains(db_ip.as_str()));
 }
 
 #[tokio::test]

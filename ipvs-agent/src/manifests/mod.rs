@@ -1,7 +1,9 @@
 //! Manifest files: finding them (`--manifests` files and directories),
 //! reading them, noticing when they change, and decoding them into
 //! objects that remember their file and document, so any error can name
-//! both. Decoding itself is the core's ([`parse_documents`]).
+//! both. Decoding itself is the core's ([`parse_documents`]); a file whose
+//! text did not change since the last read is not decoded again
+//! ([`decoded`]).
 //!
 //! A directory contributes its `*.yaml`, `*.yml` and `*.json` entries in
 //! name order, not recursively, skipping hidden entries (names starting
@@ -9,10 +11,15 @@
 //! visible names are symlinks into a hidden `..data` directory that is
 //! swapped by rename.
 
+mod decoded;
+
+pub use decoded::{Batch, ManifestFile, Manifests};
+
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use svcnet_core::api::manifest::{parse_documents, Object};
+use std::sync::Arc;
+use svcnet_core::api::manifest::parse_documents;
 use svcnet_core::controlplane::ApiError;
 use svcnet_core::field::FieldError;
 use thiserror::Error;
@@ -113,24 +120,19 @@ impl Sources {
         hasher.finish()
     }
 
-    /// Decodes every document of every file, in order.
-    pub fn decode(&self) -> Result<Manifests, ManifestError> {
-        let mut manifests = Manifests::default();
+    /// Decodes every document of every file, in order. Files with the same
+    /// path and text as in `previous` are taken from it, not decoded again.
+    pub fn decode(&self, previous: Option<&Manifests>) -> Result<Manifests, ManifestError> {
+        let mut files = Vec::with_capacity(self.files.len());
         for source in &self.files {
-            let docs = parse_documents(&source.text).map_err(|e| ManifestError::Decode {
-                path: source.path.clone(),
-                document: e.document,
-                message: e.message,
-            })?;
-            for (document, object) in docs {
-                manifests.objects.push(object);
-                manifests.origins.push(Origin {
-                    path: source.path.clone(),
-                    document,
-                });
-            }
+            let reused = previous.and_then(|p| p.file(&source.path, &source.text));
+            let file = match reused {
+                Some(file) => file,
+                None => Arc::new(ManifestFile::decode(source)?),
+            };
+            files.push(file);
         }
-        Ok(manifests)
+        Ok(Manifests::new(files))
     }
 }
 
@@ -139,37 +141,6 @@ impl Hash for Source {
         self.path.hash(state);
         self.text.hash(state);
     }
-}
-
-/// The decoded objects, each with its origin (same index).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Manifests {
-    /// The objects in file and document order.
-    pub objects: Vec<Object>,
-    /// Where each came from.
-    pub origins: Vec<Origin>,
-}
-
-impl Manifests {
-    /// Names the object at `index` in a control plane refusal (as
-    /// returned by `ControlPlane::apply_set`); an index past the end is a
-    /// failed deletion.
-    pub fn refusal(&self, index: usize, error: ApiError) -> ManifestError {
-        match (self.objects.get(index), self.origins.get(index)) {
-            (Some(object), Some(origin)) => ManifestError::Refused {
-                path: origin.path.clone(),
-                document: origin.document,
-                object: object.describe(),
-                error: Box::new(error),
-            },
-            _ => ManifestError::Prune(Box::new(error)),
-        }
-    }
-}
-
-/// Reads and decodes in one step.
-pub fn load(paths: &[PathBuf]) -> Result<Manifests, ManifestError> {
-    Sources::read(paths)?.decode()
 }
 
 /// The manifest files a path stands for.

@@ -1,9 +1,15 @@
 use super::*;
 use std::fs;
+use std::sync::Arc;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
 
 const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n";
 const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\n";
+
+/// Reads and decodes everything.
+fn load(paths: &[PathBuf]) -> Result<Batch, ManifestError> {
+    Sources::read(paths)?.decode(None).map(|m| m.batch())
+}
 
 fn apply(paths: &[PathBuf]) -> Result<ControlPlane, String> {
     let manifests = load(paths).map_err(|e| e.to_string())?;
@@ -121,4 +127,61 @@ fn the_fingerprint_follows_content_not_timestamps() {
     fs::write(&tmp, WEB.replace("80", "81")).unwrap();
     fs::rename(&tmp, &file).unwrap();
     assert_ne!(Sources::read(&paths).unwrap().fingerprint(), first);
+}
+
+fn slice(name: &str, service: &str, ip: &str) -> String {
+    format!(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}, labels: {{kubernetes.io/service-name: {service}}}}}\naddressType: IPv4\nports: [{{port: 8080}}]\nendpoints: [{{addresses: [{ip}]}}]\n"
+    )
+}
+
+fn described(batch: &Batch) -> Vec<String> {
+    batch.objects.iter().map(|o| o.describe()).collect()
+}
+
+#[test]
+fn unchanged_files_are_not_decoded_again_and_only_changes_are_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+    fs::write(&a, format!("{WEB}---\n{}", slice("web-1", "web", "10.244.0.1"))).unwrap();
+    fs::write(
+        &b,
+        format!(
+            "{}---\n{}",
+            slice("db-1", "db", "10.244.1.1"),
+            slice("db-2", "db", "10.244.1.2")
+        ),
+    )
+    .unwrap();
+    let paths = [dir.path().to_path_buf()];
+    let first = Sources::read(&paths).unwrap().decode(None).unwrap();
+
+    // b changes: db-1 moves, db-2 goes; a is shared, not decoded again.
+    fs::write(&b, slice("db-1", "db", "10.244.1.9")).unwrap();
+    let second = Sources::read(&paths).unwrap().decode(Some(&first)).unwrap();
+    assert!(Arc::ptr_eq(&first.files()[0], &second.files()[0]));
+    assert!(!Arc::ptr_eq(&first.files()[1], &second.files()[1]));
+    let changes = second.changes_since(&first).unwrap();
+    assert_eq!(described(&changes), ["EndpointSlice default/db-1"]);
+    assert_eq!(changes.origins[0].path, b);
+    let removed: Vec<String> = changes
+        .removed
+        .iter()
+        .map(|r| format!("{} {}", r.kind, r.name))
+        .collect();
+    assert_eq!(removed, ["EndpointSlice db-2"]);
+
+    // web-1 moves, unchanged, from a to a new file c: nothing to do.
+    fs::write(&a, WEB).unwrap();
+    fs::write(dir.path().join("c.yaml"), slice("web-1", "web", "10.244.0.1")).unwrap();
+    let third = Sources::read(&paths).unwrap().decode(Some(&second)).unwrap();
+    let changes = third.changes_since(&second).unwrap();
+    assert!(changes.objects.is_empty() && changes.removed.is_empty(), "{changes:?}");
+    assert_eq!(third.objects().count(), 3);
+
+    // An object named twice: only a whole-set apply gets "last wins" right.
+    fs::write(dir.path().join("d.yaml"), WEB.replace("port: 80", "port: 81")).unwrap();
+    let fourth = Sources::read(&paths).unwrap().decode(Some(&third)).unwrap();
+    assert!(fourth.changes_since(&third).is_none());
+    assert_eq!(fourth.batch().objects.len(), 4);
 }

@@ -1,0 +1,116 @@
+//! Which Services a batch of object changes touched: the ones whose
+//! Service object or EndpointSlices differ afterwards. A proxy recomputes
+//! only those. The Services a change can reach are found first (a Service
+//! itself; the Service an EndpointSlice is labelled with, before and after;
+//! every Service of a Pod's namespace; every Service for a Node or
+//! ServiceCIDR), their state is copied, and compared after the change, so
+//! the cost follows the change rather than the cluster.
+
+use super::{ControlPlane, ObjectKey, ObjectRef};
+use crate::api::manifest::Object;
+use crate::api::{EndpointSlice, Service};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The Services to watch: some, or all of them.
+pub(super) enum Watch {
+    /// These Services (`(namespace, name)`).
+    Some(BTreeSet<ObjectKey>),
+    /// Every Service.
+    All,
+}
+
+/// A Service and its EndpointSlices at one moment.
+pub(super) type ServiceState = (Option<Service>, Vec<EndpointSlice>);
+
+impl ControlPlane {
+    /// The Services that applying `objects` and deleting `removed` can
+    /// change.
+    pub(super) fn services_affected(&self, objects: &[Object], removed: &[ObjectRef]) -> Watch {
+        let mut keys = BTreeSet::new();
+        let mut namespaces = BTreeSet::new();
+        let slice = |keys: &mut BTreeSet<ObjectKey>, namespace: &str, name: &str| {
+            if let Some(service) = self
+                .endpoint_slice(namespace, name)
+                .and_then(EndpointSlice::service_name)
+            {
+                keys.insert((namespace.to_string(), service.to_string()));
+            }
+        };
+        for object in objects {
+            let namespace = object.namespace().to_string();
+            match object {
+                Object::Service(s) => {
+                    keys.insert((namespace, s.metadata.name.clone()));
+                }
+                Object::EndpointSlice(s) => {
+                    slice(&mut keys, &namespace, &s.metadata.name);
+                    if let Some(service) = s.service_name() {
+                        keys.insert((namespace, service.to_string()));
+                    }
+                }
+                Object::Pod(_) => {
+                    namespaces.insert(namespace);
+                }
+                Object::Node(_) | Object::ServiceCidr(_) => return Watch::All,
+            }
+        }
+        for gone in removed {
+            match gone.kind {
+                "Service" => {
+                    keys.insert((gone.namespace.clone(), gone.name.clone()));
+                }
+                "EndpointSlice" => slice(&mut keys, &gone.namespace, &gone.name),
+                "Pod" => {
+                    namespaces.insert(gone.namespace.clone());
+                }
+                _ => return Watch::All,
+            }
+        }
+        for namespace in namespaces {
+            keys.extend(
+                self.services
+                    .range((namespace.clone(), String::new())..)
+                    .take_while(|((ns, _), _)| *ns == namespace)
+                    .map(|(key, _)| key.clone()),
+            );
+        }
+        Watch::Some(keys)
+    }
+
+    /// The watched Services' state now.
+    pub(super) fn service_states(&self, watch: &Watch) -> BTreeMap<ObjectKey, ServiceState> {
+        match watch {
+            Watch::Some(keys) => keys.iter().map(|key| (key.clone(), self.service_state(key))).collect(),
+            Watch::All => self
+                .services
+                .keys()
+                .map(|key| (key.clone(), self.service_state(key)))
+                .collect(),
+        }
+    }
+
+    /// The watched Services whose state differs from `before`.
+    pub(super) fn changed_services(
+        &self,
+        mut before: BTreeMap<ObjectKey, ServiceState>,
+        watch: &Watch,
+    ) -> BTreeSet<ObjectKey> {
+        let mut keys: BTreeSet<ObjectKey> = before.keys().cloned().collect();
+        if let Watch::All = watch {
+            keys.extend(self.services.keys().cloned());
+        }
+        keys.into_iter()
+            .filter(|key| {
+                let was = before.remove(key).unwrap_or_default();
+                was != self.service_state(key)
+            })
+            .collect()
+    }
+
+    fn service_state(&self, (namespace, name): &ObjectKey) -> ServiceState {
+        (
+            self.service(namespace, name).cloned(),
+            self.endpoint_slices.for_service(namespace, name).cloned().collect(),
+        )
+    }
+}
