@@ -21,6 +21,11 @@ use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
 use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, ProxyConfig};
 
+/// mimalloc rather than glibc's malloc: reading thousands of manifests
+/// allocates and frees many small objects (benchmarks/agent.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Exit status for bad flags, manifests or state (clap uses 2 as well).
 const USAGE: u8 = 2;
 

@@ -9,6 +9,7 @@
 use super::{ControlPlane, ObjectKey, ObjectRef};
 use crate::api::manifest::Object;
 use crate::api::{EndpointSlice, Service};
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The Services to watch: some, or all of them.
@@ -25,7 +26,7 @@ pub(super) type ServiceState = (Option<Service>, Vec<EndpointSlice>);
 impl ControlPlane {
     /// The Services that applying `objects` and deleting `removed` can
     /// change.
-    pub(super) fn services_affected(&self, objects: &[Object], removed: &[ObjectRef]) -> Watch {
+    pub(super) fn services_affected<O: Borrow<Object>>(&self, objects: &[O], removed: &[ObjectRef]) -> Watch {
         let mut keys = BTreeSet::new();
         let mut namespaces = BTreeSet::new();
         let slice = |keys: &mut BTreeSet<ObjectKey>, namespace: &str, name: &str| {
@@ -36,7 +37,7 @@ impl ControlPlane {
                 keys.insert((namespace.to_string(), service.to_string()));
             }
         };
-        for object in objects {
+        for object in objects.iter().map(Borrow::borrow) {
             let namespace = object.namespace().to_string();
             match object {
                 Object::Service(s) => {

@@ -6,6 +6,7 @@
 use super::{ApiError, Applied, ControlPlane, ObjectKey};
 use crate::api::manifest::Object;
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
 /// An object by kind, namespace (empty for cluster-scoped kinds) and name.
@@ -108,8 +109,8 @@ impl ControlPlane {
     /// order given). All or nothing: when an object is refused, the
     /// control plane is left as it was and the error comes back with the
     /// index of that object in `objects`.
-    pub fn apply_set(&mut self, objects: &[Object]) -> Result<SetOutcome, (usize, ApiError)> {
-        let keep: BTreeSet<ObjectRef> = objects.iter().map(ObjectRef::of).collect();
+    pub fn apply_set<O: Borrow<Object>>(&mut self, objects: &[O]) -> Result<SetOutcome, (usize, ApiError)> {
+        let keep: BTreeSet<ObjectRef> = objects.iter().map(|o| ObjectRef::of(o.borrow())).collect();
         let gone: Vec<ObjectRef> = self.user_objects().into_iter().filter(|r| !keep.contains(r)).collect();
         self.apply_changes(objects, &gone)
     }
@@ -124,9 +125,9 @@ impl ControlPlane {
     /// next one passes only the new and changed objects and the ones gone:
     /// the result is the same, since applying an object again unchanged
     /// changes nothing, and the cost follows the change, not the set.
-    pub fn apply_changes(
+    pub fn apply_changes<O: Borrow<Object>>(
         &mut self,
-        objects: &[Object],
+        objects: &[O],
         removed: &[ObjectRef],
     ) -> Result<SetOutcome, (usize, ApiError)> {
         let watch = self.services_affected(objects, removed);
@@ -144,9 +145,9 @@ impl ControlPlane {
         }
     }
 
-    fn apply_changes_inner(
+    fn apply_changes_inner<O: Borrow<Object>>(
         &mut self,
-        objects: &[Object],
+        objects: &[O],
         removed: &[ObjectRef],
     ) -> Result<SetOutcome, (usize, ApiError)> {
         let mut outcome = SetOutcome::default();
@@ -160,9 +161,9 @@ impl ControlPlane {
             outcome.deleted.push(deleted);
         }
         let mut order: Vec<usize> = (0..objects.len()).collect();
-        order.sort_by_key(|&i| apply_rank(&objects[i]));
+        order.sort_by_key(|&i| apply_rank(objects[i].borrow()));
         for i in order {
-            let applied = self.apply_object(objects[i].clone()).map_err(|e| (i, e))?;
+            let applied = self.apply_object(objects[i].borrow().clone()).map_err(|e| (i, e))?;
             outcome.applied.push(applied);
         }
         Ok(outcome)
@@ -217,7 +218,7 @@ mod tests {
         assert_eq!(cp.endpoint_slices_for("default", "web").len(), 1);
 
         // An empty set leaves only what the control plane made itself.
-        cp.apply_set(&[]).unwrap();
+        cp.apply_set::<Object>(&[]).unwrap();
         assert!(cp.user_objects().is_empty());
         assert_eq!(cp.services().count(), 1);
     }
@@ -244,7 +245,7 @@ mod tests {
         cp.apply_set(&objects(text)).unwrap();
         assert_eq!(cp.service("default", "extra").unwrap().spec.cluster_ip, "10.200.0.10");
         // Both leave together: the Service goes first, so the CIDR can go.
-        cp.apply_set(&[]).unwrap();
+        cp.apply_set::<Object>(&[]).unwrap();
         assert_eq!(cp.service_cidrs().count(), 0);
     }
 
@@ -273,7 +274,7 @@ mod tests {
 
         // The pod goes: web's managed slice loses its endpoint.
         let pod = ObjectRef::new("Pod", "default", "web-1");
-        let outcome = cp.apply_changes(&[], &[pod]).unwrap();
+        let outcome = cp.apply_changes::<Object>(&[], &[pod]).unwrap();
         assert_eq!(keys(&outcome), ["default/web"]);
         assert_eq!(outcome.deleted.len(), 1);
 
@@ -290,7 +291,7 @@ mod tests {
             ObjectRef::new("Service", "default", "db"),
         ];
         assert_eq!(
-            keys(&cp.apply_changes(&[], &gone).unwrap()),
+            keys(&cp.apply_changes::<Object>(&[], &gone).unwrap()),
             ["default/db", "default/web"]
         );
         assert!(cp.service("default", "db").is_none());
@@ -327,7 +328,7 @@ mod tests {
         assert_eq!(index, 0);
         assert_eq!(cp, before);
         let missing = [ObjectRef::new("Pod", "default", "nope")];
-        let (index, err) = cp.apply_changes(&[], &missing).unwrap_err();
+        let (index, err) = cp.apply_changes::<Object>(&[], &missing).unwrap_err();
         assert_eq!((index, err.to_string()), (0, "pods \"nope\" not found".to_string()));
         assert_eq!(cp, before);
     }

@@ -2,16 +2,19 @@
 //! they belong to (their `kubernetes.io/service-name` label), so that
 //! finding a Service's slices does not scan its namespace: with thousands
 //! of Services, applying each one's slice would otherwise cost time
-//! proportional to all of them.
+//! proportional to all of them. Slices are shared (`Arc`), so copying the
+//! store (as the control plane does before a change it may have to undo)
+//! copies no endpoint.
 
 use super::ObjectKey;
 use crate::api::EndpointSlice;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// EndpointSlices with an index by Service.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SliceStore {
-    by_name: BTreeMap<ObjectKey, EndpointSlice>,
+    by_name: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
     /// `(namespace, service)` → names of the slices labelled with it.
     by_service: BTreeMap<ObjectKey, BTreeSet<String>>,
 }
@@ -19,7 +22,7 @@ pub struct SliceStore {
 impl SliceStore {
     /// The slice `namespace/name`.
     pub fn get(&self, key: &ObjectKey) -> Option<&EndpointSlice> {
-        self.by_name.get(key)
+        self.by_name.get(key).map(|s| &**s)
     }
 
     /// Whether slice `namespace/name` exists.
@@ -27,39 +30,38 @@ impl SliceStore {
         self.by_name.contains_key(key)
     }
 
-    /// Stores `slice` under `key`, replacing (and returning) the one there.
-    pub fn insert(&mut self, key: ObjectKey, slice: EndpointSlice) -> Option<EndpointSlice> {
+    /// Stores `slice` under `key`, replacing the one there.
+    pub fn insert(&mut self, key: ObjectKey, slice: EndpointSlice) {
         if let Some(service) = slice.service_name() {
             self.by_service
                 .entry((key.0.clone(), service.to_string()))
                 .or_default()
                 .insert(key.1.clone());
         }
-        let old = self.by_name.insert(key.clone(), slice);
+        let old = self.by_name.insert(key.clone(), Arc::new(slice));
         if let Some(old) = &old {
-            let new_service = self.by_name.get(&key).and_then(EndpointSlice::service_name);
+            let new_service = self.by_name.get(&key).and_then(|s| s.service_name());
             if old.service_name() != new_service {
                 self.unindex(&key, old);
             }
         }
-        old
     }
 
     /// Removes slice `namespace/name`.
     pub fn remove(&mut self, key: &ObjectKey) -> Option<EndpointSlice> {
         let old = self.by_name.remove(key)?;
         self.unindex(key, &old);
-        Some(old)
+        Some(Arc::unwrap_or_clone(old))
     }
 
     /// Every slice, sorted by namespace and name.
     pub fn values(&self) -> impl Iterator<Item = &EndpointSlice> {
-        self.by_name.values()
+        self.by_name.values().map(|s| &**s)
     }
 
     /// Every slice with its key, sorted by namespace and name.
     pub fn iter(&self) -> impl Iterator<Item = (&ObjectKey, &EndpointSlice)> {
-        self.by_name.iter()
+        self.by_name.iter().map(|(k, s)| (k, &**s))
     }
 
     /// The slices of Service `namespace/service`, sorted by name.
@@ -69,7 +71,7 @@ impl SliceStore {
             .get(&(namespace.clone(), service.to_string()))
             .into_iter()
             .flatten()
-            .filter_map(move |name| self.by_name.get(&(namespace.clone(), name.clone())))
+            .filter_map(move |name| self.by_name.get(&(namespace.clone(), name.clone())).map(|s| &**s))
     }
 
     /// Drops `slice` (stored under `key`) from its Service's index entry.
@@ -133,7 +135,7 @@ mod tests {
 
         // Relabelled to another Service: it moves.
         let (key, moved) = slice("web-b", Some("db"));
-        assert!(store.insert(key.clone(), moved).is_some());
+        store.insert(key.clone(), moved);
         assert_eq!(names(&store, "web"), ["web-a"]);
         assert_eq!(names(&store, "db"), ["web-b"]);
 

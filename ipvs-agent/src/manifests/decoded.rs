@@ -84,11 +84,11 @@ impl Manifests {
     }
 
     /// Every object, for `ControlPlane::apply_set`.
-    pub fn batch(&self) -> Batch {
+    pub fn batch(&self) -> Batch<'_> {
         let mut batch = Batch::default();
         for file in &self.files {
             for (document, object) in &file.objects {
-                batch.objects.push(object.clone());
+                batch.objects.push(object);
                 batch.origins.push(file.origin(*document));
             }
         }
@@ -99,7 +99,7 @@ impl Manifests {
     /// (applied with success) to these manifests: the objects that are new
     /// or differ, and the ones no file holds any more. `None` when either
     /// names some object twice: then apply the whole [`Manifests::batch`].
-    pub fn changes_since(&self, previous: &Manifests) -> Option<Batch> {
+    pub fn changes_since(&self, previous: &Manifests) -> Option<Batch<'_>> {
         if self.duplicates || previous.duplicates {
             return None;
         }
@@ -114,7 +114,7 @@ impl Manifests {
         for file in self.files.iter().filter(|f| !kept(f, previous)) {
             for (r, (document, object)) in file.refs.iter().zip(&file.objects) {
                 if old.get(r) != Some(&object) {
-                    batch.objects.push(object.clone());
+                    batch.objects.push(object);
                     batch.origins.push(file.origin(*document));
                 }
             }
@@ -132,16 +132,16 @@ impl Manifests {
 /// Objects to apply, each with its origin (same index), and objects to
 /// delete.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Batch {
+pub struct Batch<'a> {
     /// The objects in file and document order.
-    pub objects: Vec<Object>,
+    pub objects: Vec<&'a Object>,
     /// Where each came from.
     pub origins: Vec<Origin>,
     /// Objects the manifests no longer hold.
     pub removed: Vec<ObjectRef>,
 }
 
-impl Batch {
+impl Batch<'_> {
     /// Names the object at `index` in a control plane refusal (as
     /// returned by `ControlPlane::apply_set` or `apply_changes`); an index
     /// past the end is a failed deletion.

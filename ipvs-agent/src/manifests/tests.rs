@@ -7,15 +7,16 @@ const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {
 const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\n";
 
 /// Reads and decodes everything.
-fn load(paths: &[PathBuf]) -> Result<Batch, ManifestError> {
-    Sources::read(paths)?.decode(None).map(|m| m.batch())
+fn load(paths: &[PathBuf]) -> Result<Manifests, ManifestError> {
+    Sources::read(paths)?.decode(None)
 }
 
 fn apply(paths: &[PathBuf]) -> Result<ControlPlane, String> {
     let manifests = load(paths).map_err(|e| e.to_string())?;
+    let batch = manifests.batch();
     let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
-    cp.apply_set(&manifests.objects)
-        .map_err(|(i, e)| manifests.refusal(i, e).to_string())?;
+    cp.apply_set(&batch.objects)
+        .map_err(|(i, e)| batch.refusal(i, e).to_string())?;
     Ok(cp)
 }
 
@@ -33,6 +34,7 @@ fn directories_give_their_manifest_files_in_name_order_skipping_the_rest() {
     fs::write(dir.path().join(".hidden.yaml"), "kind: [").unwrap();
     fs::create_dir(dir.path().join("sub.yaml")).unwrap();
     let manifests = load(&[dir.path().to_path_buf()]).unwrap();
+    let manifests = manifests.batch();
     let described: Vec<String> = manifests.objects.iter().map(|o| o.describe()).collect();
     assert_eq!(described, vec!["Service default/web", "Pod default/web-1", "Node n"]);
     assert_eq!(manifests.origins[1].path, dir.path().join("b.yml"));
@@ -45,6 +47,7 @@ fn multi_document_files_number_their_documents() {
     let file = dir.path().join("all.yaml");
     fs::write(&file, format!("# comment\n{WEB}---\n{POD}---\n")).unwrap();
     let manifests = load(std::slice::from_ref(&file)).unwrap();
+    let manifests = manifests.batch();
     assert_eq!(manifests.objects.len(), 2);
     assert_eq!(manifests.origins[1].document, 2);
 }
