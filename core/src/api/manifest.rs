@@ -109,7 +109,22 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
 /// Like [`parse_manifests`], with the 1-based number of the document each
 /// object came from (the items of a `kind: List` share their document's),
 /// so a caller can name the document when the object is later refused.
+///
+/// Decoding first runs without tracking where it is in each object (which
+/// costs an allocation per field); only when that fails is the text decoded
+/// again with the tracking on, so the error names the field.
 pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError> {
+    parse_documents_with(text, Paths::Untracked).or_else(|_| parse_documents_with(text, Paths::Tracked))
+}
+
+/// Whether decoding keeps track of the path to the current field.
+#[derive(Clone, Copy)]
+enum Paths {
+    Untracked,
+    Tracked,
+}
+
+fn parse_documents_with(text: &str, paths: Paths) -> Result<Vec<(usize, Object)>, ManifestError> {
     let mut objects = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let document = i + 1;
@@ -125,17 +140,17 @@ pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError
                 .cloned()
                 .unwrap_or_default();
             for item in items {
-                objects.push((document, decode_object(item).map_err(fail)?));
+                objects.push((document, decode_with(item, paths).map_err(fail)?));
             }
         } else {
-            objects.push((document, decode_object(value).map_err(fail)?));
+            objects.push((document, decode_with(value, paths).map_err(fail)?));
         }
     }
     Ok(objects)
 }
 
 /// Decodes one object from its JSON value, dispatching on `apiVersion`/`kind`.
-pub fn decode_object(value: serde_json::Value) -> Result<Object, String> {
+fn decode_with(value: serde_json::Value, paths: Paths) -> Result<Object, String> {
     if !value.is_object() {
         return Err(format!(
             "expected an object with apiVersion and kind, found {}",
@@ -156,27 +171,32 @@ pub fn decode_object(value: serde_json::Value) -> Result<Object, String> {
         return Err(format!("Object 'Kind' is missing in '{}'", short(&value)));
     }
     match (version.as_str(), kind.as_str()) {
-        ("v1", "Service") => strict::<Service>(value, &kind, &version).map(|s| Object::Service(Box::new(s))),
+        ("v1", "Service") => strict::<Service>(value, &kind, &version, paths).map(|s| Object::Service(Box::new(s))),
         ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "ServiceCIDR") => {
-            strict::<ServiceCidr>(value, &kind, &version).map(|s| Object::ServiceCidr(Box::new(s)))
+            strict::<ServiceCidr>(value, &kind, &version, paths).map(|s| Object::ServiceCidr(Box::new(s)))
         }
-        ("v1", "Pod") => strict::<Pod>(value, &kind, &version).map(|p| Object::Pod(Box::new(p))),
-        ("v1", "Node") => strict::<Node>(value, &kind, &version).map(|n| Object::Node(Box::new(n))),
+        ("v1", "Pod") => strict::<Pod>(value, &kind, &version, paths).map(|p| Object::Pod(Box::new(p))),
+        ("v1", "Node") => strict::<Node>(value, &kind, &version, paths).map(|n| Object::Node(Box::new(n))),
         ("discovery.k8s.io/v1", "EndpointSlice") => {
-            strict::<EndpointSlice>(value, &kind, &version).map(|e| Object::EndpointSlice(Box::new(e)))
+            strict::<EndpointSlice>(value, &kind, &version, paths).map(|e| Object::EndpointSlice(Box::new(e)))
         }
         _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
     }
 }
 
-fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &str) -> Result<T, String> {
+fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &str, paths: Paths) -> Result<T, String> {
     let mut unknown = Vec::new();
     let mut record = |path: serde_ignored::Path| unknown.push(path.to_string());
     let ignored = serde_ignored::Deserializer::new(value, &mut record);
-    let decoded: Result<T, _> = serde_path_to_error::deserialize(ignored);
     let prefix = format!("{kind} in version {version:?} cannot be handled as a {kind}");
+    let decoded: Result<T, String> = match paths {
+        Paths::Untracked => T::deserialize(ignored).map_err(|e| e.to_string()),
+        Paths::Tracked => {
+            serde_path_to_error::deserialize(ignored).map_err(|e| format!("{} (at {})", e.inner(), e.path()))
+        }
+    };
     match decoded {
-        Err(e) => Err(format!("{prefix}: {} (at {})", e.inner(), e.path())),
+        Err(e) => Err(format!("{prefix}: {e}")),
         Ok(_) if !unknown.is_empty() => {
             let names: Vec<String> = unknown
                 .iter()
