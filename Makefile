@@ -76,9 +76,10 @@ wasm-vectors: vectors wasm ## tests/vectors/ in the wasm build under Node, byte-
 	@$(NODE) -e 'if (+process.versions.node.split(".")[0] < 20) { console.error("make wasm-vectors needs Node 20 or later, found " + process.version); process.exit(1) }'
 	$(NODE) --test $(NODE_TESTS)
 
-bench: ## Benchmarks (cargo bench -p svcnet-core); figures written to benchmarks/*.md
+bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures written to benchmarks/*.md
 	$(step)
 	$(CARGO) bench -p svcnet-core
+	$(CARGO) bench -p ipvs-agent --bench manifests
 	@echo
 	@shopt -s nullglob; results=($(BENCH_RESULTS)/*.md); \
 	if (( $${#results[@]} )); then \

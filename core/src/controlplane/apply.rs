@@ -209,7 +209,7 @@ impl ControlPlane {
         let in_use: Vec<String> = self
             .services
             .values()
-            .flat_map(super::services::parsed_ips)
+            .flat_map(|s| super::services::parsed_ips(s))
             .filter(|ip| cidrs.iter().any(|c| c.contains(*ip)))
             .map(|ip| ip.to_string())
             .collect();

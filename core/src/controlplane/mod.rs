@@ -41,6 +41,7 @@ use crate::rng::Rng;
 use crate::time::Time;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 /// `(namespace, name)` of a namespaced object.
 pub type ObjectKey = (String, String);
@@ -49,7 +50,9 @@ pub type ObjectKey = (String, String);
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlPlane {
     config: ValidatedConfig,
-    services: BTreeMap<ObjectKey, Service>,
+    /// Shared (`Arc`), like the EndpointSlices, so copying the control
+    /// plane to undo a refused change copies no Service.
+    services: BTreeMap<ObjectKey, Arc<Service>>,
     service_cidrs: BTreeMap<String, ServiceCidr>,
     pods: BTreeMap<ObjectKey, Pod>,
     nodes: BTreeMap<String, Node>,
@@ -110,12 +113,14 @@ impl ControlPlane {
 
     /// All Services, sorted by namespace and name.
     pub fn services(&self) -> impl Iterator<Item = &Service> {
-        self.services.values()
+        self.services.values().map(|s| &**s)
     }
 
     /// One Service.
     pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
-        self.services.get(&(namespace.to_string(), name.to_string()))
+        self.services
+            .get(&(namespace.to_string(), name.to_string()))
+            .map(|s| &**s)
     }
 
     /// The ServiceCIDR objects added beyond `--service-cluster-ip-range`.
@@ -179,7 +184,7 @@ impl ControlPlane {
     /// DNS records of every Service, per the Kubernetes DNS specification,
     /// headless Services' records from their EndpointSlices included.
     pub fn dns_records(&self) -> Vec<DnsRecord> {
-        let services: Vec<Service> = self.services.values().cloned().collect();
+        let services: Vec<Service> = self.services().cloned().collect();
         let slices: Vec<EndpointSlice> = self
             .endpoint_slices
             .values()
@@ -206,7 +211,7 @@ impl ControlPlane {
         let _ = self.cluster_ips.allocate(ip);
         let mut svc = kubernetes_service(ip, self.leases.target_port());
         self.stamp(&mut svc.metadata);
-        self.services.insert(key, svc);
+        self.services.insert(key, Arc::new(svc));
         self.sync_kubernetes_slice();
     }
 
@@ -215,7 +220,7 @@ impl ControlPlane {
             self.leases.target_port(),
         )));
         let key = ("default".to_string(), "kubernetes".to_string());
-        let Some(mut svc) = self.services.get(&key).cloned() else {
+        let Some(mut svc) = self.service("default", "kubernetes").cloned() else {
             return;
         };
         match svc.spec.ports.first_mut() {
@@ -223,7 +228,7 @@ impl ControlPlane {
             _ => return,
         }
         self.bump(&mut svc.metadata);
-        self.services.insert(key, svc);
+        self.services.insert(key, Arc::new(svc));
     }
 
     /// Gives a new object its uid and resourceVersion.

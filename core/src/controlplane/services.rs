@@ -13,6 +13,7 @@ use crate::field::{BadValue, FieldError, FieldPath};
 use crate::rng::Rng;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// What a request took from the allocators, to give back on failure.
 #[derive(Default)]
@@ -34,7 +35,7 @@ impl ControlPlane {
             svc.metadata.namespace_or_default().to_string(),
             svc.metadata.name.clone(),
         );
-        let stored = match self.services.get(&key).cloned() {
+        let stored = match self.services.get(&key).map(|s| Service::clone(s)) {
             Some(old) => self.update_service(key.clone(), svc, old),
             None => self.create_service(key.clone(), svc),
         }?;
@@ -54,11 +55,11 @@ impl ControlPlane {
         if is_kubernetes_service(namespace, name) {
             self.ensure_kubernetes_service();
             self.sync_kubernetes_slice();
-            return Ok(old);
+            return Ok(Arc::unwrap_or_clone(old));
         }
         self.release_service(&old);
         self.sync_service_slices(namespace, name);
-        Ok(old)
+        Ok(Arc::unwrap_or_clone(old))
     }
 
     fn create_service(&mut self, key: ObjectKey, mut svc: Service) -> Result<Service, ApiError> {
@@ -81,7 +82,7 @@ impl ControlPlane {
             return Err(e);
         }
         self.stamp(&mut svc.metadata);
-        self.services.insert(key, svc.clone());
+        self.services.insert(key, Arc::new(svc.clone()));
         Ok(svc)
     }
 
@@ -120,7 +121,7 @@ impl ControlPlane {
         if svc != old {
             self.bump(&mut svc.metadata);
         }
-        self.services.insert(key, svc.clone());
+        self.services.insert(key, Arc::new(svc.clone()));
         Ok(svc)
     }
 

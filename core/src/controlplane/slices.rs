@@ -44,7 +44,7 @@ impl ControlPlane {
     /// `namespace/name`, sorted by name; `None` when there is no such Pod.
     pub fn pod_env(&self, namespace: &str, name: &str) -> Option<Vec<(String, String)>> {
         let pod = self.pod(namespace, name)?;
-        let services: Vec<&Service> = self.services.values().collect();
+        let services: Vec<&Service> = self.services().collect();
         Some(service_env(pod, &services))
     }
 

@@ -16,6 +16,7 @@ use crate::rng::Rng;
 use crate::time::Time;
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use thiserror::Error;
 
 /// The control plane's state as data.
@@ -96,7 +97,7 @@ impl ControlPlane {
     pub fn allocation_snapshot(&self) -> Snapshot {
         Snapshot {
             config: self.config.raw.clone(),
-            services: self.services.values().cloned().collect(),
+            services: self.services().cloned().collect(),
             service_cidrs: self.service_cidrs.values().cloned().collect(),
             pods: Vec::new(),
             nodes: Vec::new(),
@@ -145,7 +146,7 @@ impl ControlPlane {
             .map(|s| {
                 (
                     (s.metadata.namespace_or_default().to_string(), s.metadata.name.clone()),
-                    s,
+                    Arc::new(s),
                 )
             })
             .collect();
@@ -185,7 +186,7 @@ impl ControlPlane {
     /// state from the Services, keeps the corrected state, and returns what
     /// was found.
     pub fn repair(&mut self) -> Vec<RepairEvent> {
-        let services: Vec<&Service> = self.services.values().collect();
+        let services: Vec<&Service> = self.services().collect();
         let outcome = repair_cluster_ips(&self.cluster_ips, &services, &self.leaks);
         self.cluster_ips = outcome.allocator;
         self.leaks = outcome.leaks;
