@@ -6,7 +6,6 @@
 //!     kernel_check family                 resolve IPVS, print id and GET_INFO
 //!     kernel_check plan                   apply the test plan (one batch)
 //!     kernel_check expected-save          the core's ipvsadm-save rendering of the plan's table
-//!     kernel_check normalize              stdin ipvsadm-save text, blocks and lines sorted
 //!     kernel_check observe-matches FILE   observe() equals the table FILE (ipvsadm-save text) holds
 //!     kernel_check counters [--nonzero]   observe()'s connection counters equal `ipvsadm -Ln`'s
 //!     kernel_check errors                 typed EEXIST/ESRCH/ENOENT from one batch
@@ -24,7 +23,6 @@
 //!     kernel_check scale N                N virtual servers with 2 real servers each, then delete them
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::{Command, ExitCode};
 
@@ -64,12 +62,6 @@ async fn run(args: &[String]) -> Outcome {
         ["plan"] => plan().await,
         ["expected-save"] => {
             print!("{}", ipvsadm_save(&plan_table()));
-            Ok(())
-        }
-        ["normalize"] => {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).map_err(|e| e.to_string())?;
-            print!("{}", normalize(&text));
             Ok(())
         }
         ["observe-matches", file] => observe_matches(file).await,
@@ -344,33 +336,6 @@ fn compare(expected: &IpvsTable, observed: &IpvsTable) -> Outcome {
     } else {
         Err(problems.join("\n"))
     }
-}
-
-/// `ipvsadm-save -n` text with each virtual server's block (its `-A` line
-/// and sorted `-a` lines) sorted, so the kernel's hash order and the core's
-/// sorted order compare equal.
-fn normalize(text: &str) -> String {
-    let mut blocks: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut current = String::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if line.starts_with("-A ") {
-            current = line.to_owned();
-            blocks.entry(current.clone()).or_default();
-        } else {
-            blocks.entry(current.clone()).or_default().push(line.to_owned());
-        }
-    }
-    let mut out = String::new();
-    for (service, mut lines) in blocks {
-        lines.sort();
-        out.push_str(&service);
-        out.push('\n');
-        for line in lines {
-            out.push_str(&line);
-            out.push('\n');
-        }
-    }
-    out
 }
 
 /// `ADDR:PORT` or `[ADDR]:PORT`.

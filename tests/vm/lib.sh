@@ -217,15 +217,6 @@ vm_export() {
 # vm_ipvs_save: what `ipvsadm-save -n` prints.
 vm_ipvs_save() { ipvsadm-save -n; }
 
-# vm_save_blocks < SAVE-TEXT: ipvsadm-save text as one line per virtual
-# server (its -A line and its -a lines, in their order, joined by " | "),
-# sorted. ipvsadm-save sorts virtual servers by subtracting addresses as
-# 32-bit integers (which wraps), `ipvs-agent plan` numerically, so only
-# this block order can be compared.
-vm_save_blocks() {
-    awk '/^-A / { if (b != "") print b; b = $0; next } { b = b " | " $0 } END { if (b != "") print b }' | sort
-}
-
 # --- topology ----------------------------------------------------------------
 
 # vm_node_init: make the root namespace a node. Idempotent.

@@ -10,7 +10,8 @@
 //! - [`plan`](mod@plan): the ordered operations from an observed table to the desired
 //!   one, with graceful termination and ownership; [`apply`] replays them on
 //!   an in-memory table.
-//! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON.
+//! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON, listed in
+//!   [`order`](mod@order), `ipvsadm`'s own order (its wrapping address sort).
 //! - [`scenario`]: the behaviour-vector actions for all of the above.
 
 pub mod apply;
@@ -19,6 +20,7 @@ pub mod desired;
 pub mod error;
 pub mod index;
 pub mod node;
+pub mod order;
 pub mod plan;
 pub mod render;
 pub mod scenario;

@@ -3,13 +3,12 @@
 //!
 //! Both `ipvsadm` formats follow ipvsadm 1.31's printf formats byte for
 //! byte, including the padding of listing columns (so listing lines end in
-//! spaces, as the real tool's do). Services are listed in `ipvsadm`'s order:
-//! IPv4 before IPv6, then TCP, UDP, SCTP, then address and port; real
-//! servers by address and port. (`ipvsadm` compares addresses by
-//! subtracting them as 32-bit numbers, which misorders addresses more than
-//! 2^31 apart, for example 10.96.0.1 and 192.168.0.10; svcnet uses the plain
-//! numeric order, which `ipvsadm -R` accepts just the same.)
+//! spaces, as the real tool's do), and list virtual servers and real servers
+//! in the order `ipvsadm` sorts them in (see [`order`](mod@super::order): family,
+//! protocol, then addresses compared by a wrapping 32-bit subtraction, so
+//! 192.168.0.10 comes before 10.96.0.1).
 
+use super::order;
 use super::plan::Operation;
 use super::scheduler::Scheduler;
 use super::table::{Flags, Forward, IpvsTable, Protocol, VirtualServerKey, VirtualServerSettings};
@@ -24,9 +23,9 @@ pub const DUMMY_INTERFACE: &str = "kube-ipvs0";
 pub fn ipvsadm_save(table: &IpvsTable) -> String {
     let mut out = String::with_capacity(64 * (table.virtual_servers.len() + table.real_server_count()));
     // Writing to a String cannot fail.
-    for (key, vs) in &table.virtual_servers {
+    for (key, vs) in order::virtual_servers(table) {
         let _ = writeln!(out, "-A {}{}", rule_service(key), service_options(key, &vs.settings));
-        for (addr, rs) in &vs.real_servers {
+        for (addr, rs) in order::real_servers(vs) {
             let tunnel = if rs.forward == Forward::Tunnel {
                 " --tun-type ipip"
             } else {
@@ -52,7 +51,7 @@ pub fn ipvsadm_list(table: &IpvsTable) -> String {
          Prot LocalAddress:Port Scheduler Flags\n  \
          -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n",
     );
-    for (key, vs) in &table.virtual_servers {
+    for (key, vs) in order::virtual_servers(table) {
         let s = &vs.settings;
         let name = format!("{:<4} {}", key.protocol.as_str(), addrport(key.socket_addr()));
         out.push_str(&format!("{name} {}", s.scheduler));
@@ -69,7 +68,7 @@ pub fn ipvsadm_list(table: &IpvsTable) -> String {
             out.push_str(" ops");
         }
         out.push('\n');
-        for (addr, rs) in &vs.real_servers {
+        for (addr, rs) in order::real_servers(vs) {
             out.push_str(&format!(
                 "  -> {:<28} {:<7} {:<6} {:<10} {:<10}\n",
                 addrport(*addr),

@@ -5,8 +5,9 @@
 //! should have) and the observed one (what the kernel reports, with its
 //! connection counters), so the plan is a pure diff of two values of the same
 //! type. Maps are `BTreeMap`s: iteration, JSON and rendering are
-//! deterministic, and a virtual server's position follows `ipvsadm`'s sort
-//! (family, protocol, address, port).
+//! deterministic: virtual servers by family, protocol, address and port,
+//! numerically (`ipvsadm` lists them in its own, wrapping order, which
+//! [`order`](mod@super::order) reproduces for rendering).
 //!
 //! JSON (camelCase): `{"virtualServers": {"TCP/10.96.0.1:443": {"scheduler":
 //! "rr", "flags": [], "timeout": 0, "netmask": 4294967295, "realServers":
@@ -77,8 +78,9 @@ impl fmt::Display for Protocol {
 
 /// Identifies a virtual server: protocol, address and port.
 ///
-/// Ordered as `ipvsadm` sorts services: IPv4 before IPv6, then protocol
-/// (TCP, UDP, SCTP), address and port. Written `TCP/10.96.0.1:443` or
+/// Ordered IPv4 before IPv6, then by protocol (TCP, UDP, SCTP), address
+/// and port, numerically (a total order, unlike `ipvsadm`'s wrapping address
+/// comparison; see [`order`](mod@super::order)). Written `TCP/10.96.0.1:443` or
 /// `UDP/[fd00::10]:53`, which is also its JSON form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct VirtualServerKey {
@@ -398,7 +400,7 @@ pub struct VirtualServer {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IpvsTable {
-    /// Virtual servers, in `ipvsadm` order.
+    /// Virtual servers, in numeric key order.
     pub virtual_servers: BTreeMap<VirtualServerKey, VirtualServer>,
     /// Addresses bound on the `kube-ipvs0` dummy interface.
     pub addresses: BTreeSet<IpAddr>,
