@@ -1,5 +1,6 @@
-//! The state file (`--state-file`): the control plane's snapshot as JSON,
-//! so ClusterIPs and NodePorts survive restarts. Written atomically (a
+//! The state file (`--state-file`): a control plane snapshot as JSON (the
+//! agent writes its allocations: `ControlPlane::allocation_snapshot`), so
+//! ClusterIPs and NodePorts survive restarts. Written atomically (a
 //! temporary file in the same directory, fsync, rename, fsync of the
 //! directory), so a crash leaves the old file or the new one, never half
 //! of one. A file that does not parse is an error, never a silent reset.
