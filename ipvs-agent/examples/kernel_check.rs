@@ -8,10 +8,13 @@
 //!     kernel_check expected-save          the core's ipvsadm-save rendering of the plan's table
 //!     kernel_check observe-matches FILE   observe() equals the table FILE (ipvsadm-save text) holds
 //!     kernel_check counters [--nonzero]   observe()'s connection counters equal `ipvsadm -Ln`'s
+//!     kernel_check reread KEY...          observe_virtual_servers() equals observe() for those virtual servers
 //!     kernel_check errors                 typed EEXIST/ESRCH/ENOENT from one batch
 //!     kernel_check foreign                observe() with a fwmark service; apply leaves it alone
 //!     kernel_check addresses              the addresses observe() sees on kube-ipvs0
 //!     kernel_check bind|unbind ADDR...    BindAddress/UnbindAddress through apply()
+//!     kernel_check bind-many N            N addresses (10.120.0.0 on) bound in one apply, then again
+//!     kernel_check unbind-many N          the same N addresses unbound in one apply
 //!     kernel_check link-up                whether kube-ipvs0 exists and is up
 //!     kernel_check link-delete            delete kube-ipvs0
 //!     kernel_check timeouts               GET_CONFIG as "tcp tcpfin udp"
@@ -66,6 +69,7 @@ async fn run(args: &[String]) -> Outcome {
         }
         ["observe-matches", file] => observe_matches(file).await,
         ["counters", rest @ ..] => counters(rest.contains(&"--nonzero")).await,
+        ["reread", keys @ ..] => reread(keys).await,
         ["errors"] => errors().await,
         ["foreign"] => foreign().await,
         ["addresses"] => {
@@ -77,6 +81,8 @@ async fn run(args: &[String]) -> Outcome {
         }
         ["bind", addresses @ ..] => addresses_op(addresses, true).await,
         ["unbind", addresses @ ..] => addresses_op(addresses, false).await,
+        ["bind-many", count] => many(count, true).await,
+        ["unbind-many", count] => many(count, false).await,
         ["link-up"] => {
             let dataplane = open()?;
             let up = dataplane.link().is_up().await.map_err(|e| e.to_string())?;
@@ -512,6 +518,33 @@ async fn counters(nonzero: bool) -> Outcome {
     Ok(())
 }
 
+/// The virtual servers named (PROTO/ADDR:PORT) read on their own
+/// (observe_virtual_servers) equal what observe() reads for them, counters
+/// included; prints each as present (with its real servers) or absent.
+async fn reread(keys: &[&str]) -> Outcome {
+    let mut dataplane = open()?;
+    let keys: std::collections::BTreeSet<VirtualServerKey> = keys.iter().map(|text| key(text)).collect();
+    let found = (dataplane.observe_virtual_servers(&keys).await).map_err(|e| e.to_string())?;
+    let observed = dataplane.observe().await.map_err(|e| e.to_string())?;
+    for key in &keys {
+        let (mine, whole) = (found.get(key), observed.virtual_servers.get(key));
+        match mine {
+            Some(server) => println!(
+                "{key}: present, {} real servers, {} connections",
+                server.real_servers.len(),
+                (server.real_servers.values())
+                    .map(|real| u64::from(real.active_connections) + u64::from(real.inactive_connections))
+                    .sum::<u64>()
+            ),
+            None => println!("{key}: absent"),
+        }
+        if mine != whole {
+            return Err(format!("{key}: observe_virtual_servers {mine:?}, observe {whole:?}"));
+        }
+    }
+    Ok(())
+}
+
 /// One batch with requests the kernel must refuse, each with its own errno.
 async fn errors() -> Outcome {
     let mut dataplane = open()?;
@@ -682,6 +715,48 @@ async fn addresses_op(addresses: &[&str], bind: bool) -> Outcome {
         .is_empty()
         .then_some(())
         .ok_or_else(|| "an address operation failed".into())
+}
+
+/// N addresses (10.120.0.0 on) bound on kube-ipvs0 in one apply, then
+/// bound again (every one already there); or unbound in one apply. Prints
+/// each step with its `sendmsg` calls and how many of the N are bound after.
+async fn many(count: &str, bind: bool) -> Outcome {
+    let count: u32 = count.parse().map_err(|e| format!("{count}: {e}"))?;
+    let mut dataplane = open()?;
+    let addresses: Vec<IpAddr> = (0..count)
+        .map(|i| IpAddr::V4(Ipv4Addr::from(0x0a78_0000 + i)))
+        .collect();
+    let ops: Vec<Operation> = (addresses.iter())
+        .map(|&address| {
+            if bind {
+                Operation::BindAddress { address }
+            } else {
+                Operation::UnbindAddress { address }
+            }
+        })
+        .collect();
+    let steps: &[&str] = if bind { &["bind", "bind-again"] } else { &["unbind"] };
+    for step in steps {
+        let before = dataplane.counters().addresses;
+        let started = std::time::Instant::now();
+        let report = dataplane.apply(&ops).await;
+        let elapsed = started.elapsed().as_millis();
+        let after = dataplane.counters().addresses;
+        println!(
+            "{step}: {} applied, {} failed, {} sendmsg calls, {} lost, {elapsed} ms",
+            report.applied,
+            report.failed.len(),
+            after.sendmsg_calls - before.sendmsg_calls,
+            after.lost - before.lost
+        );
+        for (op, error) in report.failed.iter().take(5) {
+            println!("{step}: failed: {op:?}: {error}");
+        }
+        let bound = dataplane.observe().await.map_err(|e| e.to_string())?.addresses;
+        let ours = addresses.iter().filter(|address| bound.contains(address)).count();
+        println!("{step}: {ours} of the {count} addresses on kube-ipvs0");
+    }
+    Ok(())
 }
 
 /// Two GET_DEST dumps (the first two virtual servers) in one sendmsg, on a

@@ -1,10 +1,13 @@
 //! The boundary between the sync loop and the kernel: what the agent reads
-//! back ([`Dataplane::observe`]) and how it changes it
-//! ([`Dataplane::apply`]), in the core's own vocabulary ([`IpvsTable`],
-//! [`Operation`]). The Linux implementation talks IPVS generic netlink and
+//! back ([`Dataplane::observe`] for everything,
+//! [`Dataplane::observe_virtual_servers`] for a few virtual servers) and how
+//! it changes it ([`Dataplane::apply`]), in the core's own vocabulary
+//! ([`IpvsTable`], [`VirtualServer`], [`Operation`]). The Linux implementation talks IPVS generic netlink and
 //! rtnetlink; the sync loop only sees this trait.
 
-use svcnet_core::proxy::{IpvsTable, Operation};
+use std::collections::{BTreeMap, BTreeSet};
+
+use svcnet_core::proxy::{IpvsTable, Operation, VirtualServer, VirtualServerKey};
 
 use crate::netlink::IpvsError;
 
@@ -15,6 +18,16 @@ pub trait Dataplane {
     /// included) with its settings, real servers, weights and connection
     /// counters, and the addresses bound on `kube-ipvs0`.
     async fn observe(&mut self) -> Result<IpvsTable, DataplaneError>;
+
+    /// Just the virtual servers `keys` name, as the kernel has them now:
+    /// settings, real servers, weights and connection counters. Far cheaper
+    /// than [`Dataplane::observe`] for a few virtual servers of a large
+    /// table. A key missing from the answer is a virtual server the kernel
+    /// does not have.
+    async fn observe_virtual_servers(
+        &mut self,
+        keys: &BTreeSet<VirtualServerKey>,
+    ) -> Result<BTreeMap<VirtualServerKey, VirtualServer>, DataplaneError>;
 
     /// Carries out `operations` in order, batching IPVS requests (many per
     /// `sendmsg`). A failed operation does not stop the others.

@@ -3,8 +3,10 @@
 //! with failures that can be switched on. The real kernel is tested in the
 //! VM suite.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::dataplane::{ApplyReport, Dataplane, DataplaneError};
-use svcnet_core::proxy::{apply_operation, IpvsTable, Operation};
+use svcnet_core::proxy::{apply_operation, IpvsTable, Operation, VirtualServer, VirtualServerKey};
 
 /// A simulated kernel table.
 #[derive(Debug, Default)]
@@ -13,8 +15,11 @@ pub struct MemoryDataplane {
     pub table: IpvsTable,
     /// Every operation asked for, in order.
     pub log: Vec<Operation>,
-    /// How many reads happened.
+    /// How many whole-table reads ([`Dataplane::observe`]) happened.
     pub reads: usize,
+    /// The virtual servers each [`Dataplane::observe_virtual_servers`] call
+    /// asked for, in order.
+    pub virtual_server_reads: Vec<Vec<VirtualServerKey>>,
     /// Fail every read while set.
     pub fail_reads: bool,
     /// Refuse every operation while set.
@@ -34,6 +39,19 @@ impl Dataplane for MemoryDataplane {
             return Err(injected("read"));
         }
         Ok(self.table.clone())
+    }
+
+    async fn observe_virtual_servers(
+        &mut self,
+        keys: &BTreeSet<VirtualServerKey>,
+    ) -> Result<BTreeMap<VirtualServerKey, VirtualServer>, DataplaneError> {
+        self.virtual_server_reads.push(keys.iter().copied().collect());
+        if self.fail_reads {
+            return Err(injected("read"));
+        }
+        Ok((keys.iter())
+            .filter_map(|key| Some((*key, self.table.virtual_servers.get(key)?.clone())))
+            .collect())
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

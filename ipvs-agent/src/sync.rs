@@ -10,12 +10,19 @@
 //!   what changed, at most once per `min_sync_period`. Between dumps the
 //!   loop keeps its own copy of the kernel's table, updated with
 //!   [`apply_operation`] for each operation the kernel accepted.
-//! - Every `sync_period` a full sync reads the kernel again and repairs
-//!   drift (a virtual server deleted by hand comes back).
-//! - While real servers drain, the kernel is read again every
-//!   `drain_check_period` for fresh connection counters, and the plan
-//!   deletes those whose connections reached 0 (or whose drain timed out).
-//!   The [`PlanState`] carrying drain start times lives across syncs.
+//! - Every `sync_period` a full sync reads the whole kernel table again and
+//!   repairs drift (a virtual server deleted by hand comes back).
+//! - Removing a real server depends on its connections, so a partial sync
+//!   whose plan deletes or drains real servers first re-reads just those
+//!   virtual servers ([`Dataplane::observe_virtual_servers`]) for fresh
+//!   connection counters, and plans again with them.
+//! - While real servers drain, their virtual servers are re-read the same
+//!   way every `drain_check_period`, and the plan deletes those whose
+//!   connections reached 0 (or whose drain timed out). The [`PlanState`]
+//!   carrying drain start times lives across syncs.
+//! - A virtual server found gone from the kernel on such a re-read is
+//!   treated as absent (the plan adds it back) and a full sync follows, to
+//!   catch whatever else changed behind the agent's back.
 //! - A failed read or operation schedules a full sync after an exponential
 //!   backoff (1 s doubling to `backoff_cap`); kernel errors never stop the
 //!   loop.
@@ -24,12 +31,13 @@
 
 use crate::dataplane::{Dataplane, DataplaneError};
 use crate::metrics::{Metrics, TableSize};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::proxy::{
     apply_operation, plan, plan_changes, Changes, DesiredIndex, IpvsTable, NodeInfo, Operation, Plan, PlanContext,
-    PlanState, ProxyConfig, ProxyWarning,
+    PlanState, ProxyConfig, ProxyWarning, VirtualServerKey,
 };
 use svcnet_core::time::Time;
 
@@ -40,7 +48,8 @@ pub struct SyncSettings {
     pub min_sync_period: Duration,
     /// A full sync this often (`--sync-period`).
     pub sync_period: Duration,
-    /// While real servers drain, re-read their counters this often.
+    /// While real servers drain, re-read their virtual servers' counters
+    /// this often.
     pub drain_check_period: Duration,
     /// The first retry waits this long, doubling after each failure...
     pub backoff_base: Duration,
@@ -101,7 +110,9 @@ pub struct SyncLoop<D> {
     full_due: bool,
     last_sync: Option<Time>,
     last_full: Option<Time>,
-    last_read: Option<Time>,
+    /// When the draining real servers' counters were last read (by a full
+    /// read or a re-read of their virtual servers).
+    counters_read: Option<Time>,
     failures: u32,
     retry_at: Option<Time>,
 }
@@ -128,7 +139,7 @@ impl<D: Dataplane> SyncLoop<D> {
             full_due: true,
             last_sync: None,
             last_full: None,
-            last_read: None,
+            counters_read: None,
             failures: 0,
             retry_at: None,
         }
@@ -199,7 +210,9 @@ impl<D: Dataplane> SyncLoop<D> {
             want = now;
         }
         if !self.state.draining.is_empty() {
-            let check = self.last_read.map_or(now, |t| t.plus(self.settings.drain_check_period));
+            let check = self
+                .counters_read
+                .map_or(now, |t| t.plus(self.settings.drain_check_period));
             want = want.min(check);
         }
         let earliest = self.last_sync.map_or(now, |t| t.plus(self.settings.min_sync_period));
@@ -221,29 +234,44 @@ impl<D: Dataplane> SyncLoop<D> {
     /// kernel first); otherwise only what changed and what drains.
     pub async fn sync(&mut self, full: bool, now: Time) -> SyncReport {
         let started = Instant::now();
-        let draining = !self.state.draining.is_empty();
-        let counters_stale = draining
+        let counters_stale = !self.state.draining.is_empty()
             && self
-                .last_read
+                .counters_read
                 .is_none_or(|t| now.since(t) >= self.settings.drain_check_period);
-        let mut fresh = false;
-        if full || self.observed.is_none() || counters_stale {
-            if let Err(e) = self.read(now).await {
+        let mut fresh = Fresh::VirtualServers(BTreeSet::new());
+        let mut observed = match self.observed.take() {
+            Some(observed) if !full => observed,
+            _ => match self.dataplane.observe().await {
+                Ok(table) => {
+                    fresh = Fresh::Everything;
+                    table
+                }
+                Err(e) => return self.read_failed(full, now, &e, started),
+            },
+        };
+        if counters_stale {
+            let draining = self.state.draining.iter().map(|(vs, _, _)| *vs).collect();
+            if let Err(e) = self.refresh(&mut observed, &mut fresh, draining).await {
                 return self.read_failed(full, now, &e, started);
             }
-            fresh = true;
         }
         let ctx = PlanContext::new(&self.proxy, &self.node, now);
-        let mut plan = self.plan(full, &ctx);
+        let mut plan = self.plan(&observed, full, &ctx);
         // Removing a real server depends on its connections: decide on
         // counters read now, not on the copy's.
-        if !fresh && plan.operations.iter().any(removes_real_server) {
-            if let Err(e) = self.read(now).await {
+        let removing: BTreeSet<VirtualServerKey> = (plan.operations.iter())
+            .filter_map(removes_real_server_of)
+            .filter(|vs| !fresh.covers(vs))
+            .collect();
+        if !removing.is_empty() {
+            if let Err(e) = self.refresh(&mut observed, &mut fresh, removing).await {
                 return self.read_failed(full, now, &e, started);
             }
-            plan = self.plan(full, &ctx);
+            plan = self.plan(&observed, full, &ctx);
         }
-        let observed = self.observed.take().unwrap_or_default();
+        if plan.state.draining.iter().all(|(vs, _, _)| fresh.covers(vs)) {
+            self.counters_read = Some(now);
+        }
         let report = self.dataplane.apply(&plan.operations).await;
         let failed: Vec<&Operation> = report.failed.iter().map(|(op, _)| op).collect();
         for (op, err) in report.failed.iter().take(10) {
@@ -301,16 +329,41 @@ impl<D: Dataplane> SyncLoop<D> {
         report
     }
 
-    async fn read(&mut self, now: Time) -> Result<(), DataplaneError> {
-        let table = self.dataplane.observe().await?;
-        self.observed = Some(table);
-        self.last_read = Some(now);
+    /// Re-reads the virtual servers `keys` names that this sync has not
+    /// read yet into `observed`. One gone from the kernel is removed from
+    /// `observed` and makes a full sync due.
+    async fn refresh(
+        &mut self,
+        observed: &mut IpvsTable,
+        fresh: &mut Fresh,
+        keys: BTreeSet<VirtualServerKey>,
+    ) -> Result<(), DataplaneError> {
+        let Fresh::VirtualServers(read) = fresh else {
+            return Ok(());
+        };
+        let keys: BTreeSet<VirtualServerKey> = keys.into_iter().filter(|vs| !read.contains(vs)).collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut found = self.dataplane.observe_virtual_servers(&keys).await?;
+        for key in &keys {
+            match found.remove(key) {
+                Some(server) => {
+                    observed.virtual_servers.insert(*key, server);
+                }
+                None => {
+                    if observed.virtual_servers.remove(key).is_some() {
+                        tracing::warn!(virtual_server = %key, "virtual server gone from the kernel; a full sync follows");
+                        self.full_due = true;
+                    }
+                }
+            }
+        }
+        read.extend(keys);
         Ok(())
     }
 
-    fn plan(&self, full: bool, ctx: &PlanContext) -> Plan {
-        let empty = IpvsTable::default();
-        let observed = self.observed.as_ref().unwrap_or(&empty);
+    fn plan(&self, observed: &IpvsTable, full: bool, ctx: &PlanContext) -> Plan {
         if full {
             plan(observed, self.index.table(), &self.state, ctx)
         } else {
@@ -358,12 +411,35 @@ impl<D: Dataplane> SyncLoop<D> {
     }
 }
 
-/// Deletes a real server or drains it (weight 0).
-fn removes_real_server(op: &Operation) -> bool {
-    matches!(
-        op,
-        Operation::DeleteRealServer { .. } | Operation::UpdateRealServer { weight: 0, .. }
-    )
+/// What one sync has read from the kernel.
+enum Fresh {
+    /// The whole table.
+    Everything,
+    /// These virtual servers.
+    VirtualServers(BTreeSet<VirtualServerKey>),
+}
+
+impl Fresh {
+    /// Whether `vs` was read during this sync.
+    fn covers(&self, vs: &VirtualServerKey) -> bool {
+        match self {
+            Fresh::Everything => true,
+            Fresh::VirtualServers(read) => read.contains(vs),
+        }
+    }
+}
+
+/// The virtual server whose real server `op` deletes or drains (weight 0).
+fn removes_real_server_of(op: &Operation) -> Option<VirtualServerKey> {
+    match op {
+        Operation::DeleteRealServer { virtual_server, .. }
+        | Operation::UpdateRealServer {
+            virtual_server,
+            weight: 0,
+            ..
+        } => Some(*virtual_server),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

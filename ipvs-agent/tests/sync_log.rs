@@ -6,10 +6,13 @@
 use ipvs_agent::dataplane::{ApplyReport, Dataplane, DataplaneError};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::sync::{SyncLoop, SyncSettings};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
-use svcnet_core::proxy::{apply_operation, IpvsTable, NodeInfo, Operation, ProxyConfig};
+use svcnet_core::proxy::{
+    apply_operation, IpvsTable, NodeInfo, Operation, ProxyConfig, VirtualServer, VirtualServerKey,
+};
 use svcnet_core::time::Time;
 
 /// The kernel's table simulated by the core's `apply_operation`.
@@ -19,6 +22,15 @@ struct TableDataplane(IpvsTable);
 impl Dataplane for TableDataplane {
     async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
         Ok(self.0.clone())
+    }
+
+    async fn observe_virtual_servers(
+        &mut self,
+        keys: &BTreeSet<VirtualServerKey>,
+    ) -> Result<BTreeMap<VirtualServerKey, VirtualServer>, DataplaneError> {
+        Ok((keys.iter())
+            .filter_map(|key| Some((*key, self.0.virtual_servers.get(key)?.clone())))
+            .collect())
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

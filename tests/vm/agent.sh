@@ -11,7 +11,8 @@
 # 10.244.1.5 (UDP and TCP 53). A client namespace sends the requests.
 #
 # Scenarios (one PASS/FAIL line each, plus their checks):
-#   a  run --once: ipvsadm-save -n equals plan --format ipvsadm-save
+#   a  run --once: ipvsadm-save -n equals plan --format ipvsadm-save, and
+#      the addresses on kube-ipvs0 equal the plan's
 #   b  rules loaded with ipvsadm -R are adopted: the next sync does nothing
 #   c  traffic: a ClusterIP reaches every backend (TCP and UDP); a NodePort
 #   d  a pod removed during an open connection: weight 0, the connection
@@ -100,6 +101,10 @@ once_equals_plan() {
         grep -q " $ip/32 " <<<"$bound" || vm_fail a-addresses-bound "$ip not on kube-ipvs0"
     done
     vm_pass a-addresses-bound "$(grep -c ' inet ' <<<"$bound") IPv4 addresses on kube-ipvs0"
+    # Exactly the plan's addresses (bound in one batch), nothing more.
+    vm_check_eq a-addresses-equal-plan \
+        "$(agent plan "${COMMON[@]}" | sed -n '/^Addresses on kube-ipvs0:/,$p' | awk 'NR > 1 && NF { print $1 }' | sort)" \
+        "$(awk '$3 == "inet" || $3 == "inet6" { sub("/.*", "", $4); print $4 }' <<<"$bound" | grep -v '^fe80' | sort)"
 }
 
 # b) Rules restored by ipvsadm -R are adopted as they are: no operation.

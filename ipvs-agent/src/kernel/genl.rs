@@ -45,7 +45,7 @@ pub const ACK_BUDGET: usize = 1024;
 const RECEIVE_BUFFER: usize = 4 * 1024 * 1024;
 
 /// Bytes read per `recvmsg`; a netlink dump chunk is at most 32 KiB.
-const READ_SIZE: usize = 128 * 1024;
+pub(super) const READ_SIZE: usize = 128 * 1024;
 
 /// `struct nlmsghdr` plus `struct genlmsghdr`.
 const HEADERS_LEN: usize = 16 + 4;
@@ -54,6 +54,9 @@ const HEADERS_LEN: usize = 16 + 4;
 /// the one reply of GET_INFO/GET_CONFIG; none for a plain ACK), or why it
 /// has none.
 pub type Answer = Result<Vec<IpvsMessage>, RequestError>;
+
+/// One virtual server as the kernel reports it, with its real servers.
+pub type ServiceWithDests = (ServiceEntry, Vec<DestEntry>);
 
 /// What the socket has done so far (for metrics).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -329,6 +332,40 @@ impl IpvsSocket {
             .collect()
     }
 
+    /// Some virtual servers, each with its real servers: for each of `keys`,
+    /// a GET_SERVICE and a GET_DEST dump in one `sendmsg` (a dump ends its
+    /// batch: the kernel runs one dump per socket at a time). `None` for a
+    /// virtual server the kernel does not have (ESRCH); answers in the order
+    /// of `keys`.
+    pub fn services_with_dests(&mut self, keys: &[ServiceKey]) -> Result<Vec<Option<ServiceWithDests>>, GenlError> {
+        let requests = (keys.iter())
+            .flat_map(|key| [IpvsMessage::get_service(key), IpvsMessage::get_dests_dump(key)])
+            .collect();
+        // `execute` answers every request: two answers per key.
+        let answers = self.execute(requests);
+        let mut found = Vec::with_capacity(keys.len());
+        for (key, answer) in keys.iter().zip(answers.chunks_exact(2)) {
+            let service = match &answer[0] {
+                Ok(messages) => messages,
+                Err(RequestError::Refused(IpvsError::NoSuchService { .. } | IpvsError::NotFound { .. })) => {
+                    found.push(None);
+                    continue;
+                }
+                Err(error) => return Err(error.clone().into()),
+            };
+            let entry = (service.first())
+                .ok_or(RequestError::Wire(crate::netlink::WireError::MissingAttribute(
+                    "the GET_SERVICE reply",
+                )))
+                .and_then(|message| ServiceEntry::from_message(message).map_err(RequestError::from))?;
+            let dests = (answer[1].as_ref().map_err(Clone::clone)?.iter())
+                .map(|message| DestEntry::from_message(message, key.af()).map_err(RequestError::from))
+                .collect::<Result<Vec<_>, _>>()?;
+            found.push(Some((entry, dests)));
+        }
+        Ok(found)
+    }
+
     /// GET_INFO: the IPVS version and connection table size.
     pub fn info(&mut self) -> Result<IpvsInfo, GenlError> {
         let messages = self.execute_one(IpvsMessage::get_info())?;
@@ -383,7 +420,7 @@ pub fn next_batch_len(requests: &[IpvsMessage], max_bytes: usize, max_requests: 
 
 /// Ask for a large receive buffer (`SO_RCVBUFFORCE` works as root, beyond
 /// `rmem_max`; else `SO_RCVBUF`), and return what the kernel granted.
-fn grow_receive_buffer(socket: &Socket) -> usize {
+pub(super) fn grow_receive_buffer(socket: &Socket) -> usize {
     let size = libc::c_int::try_from(RECEIVE_BUFFER).unwrap_or(libc::c_int::MAX);
     // SAFETY: the pointer and length describe `size`, a live c_int, and the
     // descriptor belongs to `socket` for the whole call.

@@ -1,16 +1,17 @@
 //! The `kube-ipvs0` dummy link over rtnetlink (`rtnetlink` 0.24, tokio):
-//! make sure it exists and is up, list its addresses, bind and unbind /32
-//! and /128 addresses, delete it. An address already bound (or already
-//! gone) and a link already missing are not errors: every call makes the
-//! kernel match what was asked, whatever it held before.
+//! make sure it exists and is up, list its addresses, delete it. A link
+//! already there (or already missing) is not an error: every call makes the
+//! kernel match what was asked, whatever it held before. Binding and
+//! unbinding its /32 and /128 addresses, many at once, is
+//! [`super::addresses`]'s.
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 use futures_util::TryStreamExt;
 use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
 use rtnetlink::packet_route::link::{LinkFlags, LinkMessage};
-use rtnetlink::{AddressMessageBuilder, Handle, LinkDummy, LinkUnspec};
+use rtnetlink::{Handle, LinkDummy, LinkUnspec};
 
 use super::error::LinkError;
 
@@ -19,7 +20,6 @@ pub const KUBE_IPVS0: &str = svcnet_core::proxy::DUMMY_INTERFACE;
 
 const ENODEV: i32 = 19;
 const EEXIST: i32 = 17;
-const EADDRNOTAVAIL: i32 = 99;
 
 /// The positive errno of an rtnetlink error, if the kernel sent one.
 fn errno(error: &rtnetlink::Error) -> Option<i32> {
@@ -141,41 +141,6 @@ impl KubeIpvs0 {
                 Ok(None) => return Ok(addresses),
                 Err(error) => return Err(kernel(format!("list the addresses of {}", self.name), error)),
             }
-        }
-    }
-
-    /// Bind `address` as /32 or /128 on the link with index `index`;
-    /// returns whether it was added (false: it was already there).
-    pub async fn bind(&self, index: u32, address: IpAddr) -> Result<bool, LinkError> {
-        let prefix = host_prefix(address);
-        match self.handle.address().add(index, address, prefix).execute().await {
-            Ok(()) => Ok(true),
-            Err(error) if errno(&error) == Some(EEXIST) => Ok(false),
-            Err(error) => Err(kernel(format!("add {address}/{prefix} to {}", self.name), error)),
-        }
-    }
-
-    /// Remove `address` (/32 or /128) from the link; returns whether it was
-    /// removed (false: it was not there, or the link does not exist).
-    pub async fn unbind(&self, address: IpAddr) -> Result<bool, LinkError> {
-        let Some(index) = self.index().await? else {
-            return Ok(false);
-        };
-        let prefix = host_prefix(address);
-        let message = match address {
-            IpAddr::V4(v4) => AddressMessageBuilder::<Ipv4Addr>::new()
-                .index(index)
-                .address(v4, prefix)
-                .build(),
-            IpAddr::V6(v6) => AddressMessageBuilder::<Ipv6Addr>::new()
-                .index(index)
-                .address(v6, prefix)
-                .build(),
-        };
-        match self.handle.address().del(message).execute().await {
-            Ok(()) => Ok(true),
-            Err(error) if matches!(errno(&error), Some(EADDRNOTAVAIL | ENODEV)) => Ok(false),
-            Err(error) => Err(kernel(format!("remove {address}/{prefix} from {}", self.name), error)),
         }
     }
 

@@ -1,33 +1,43 @@
 //! [`LinuxDataplane`]: the [`Dataplane`] that programs the running kernel.
-//! IPVS goes over generic netlink ([`IpvsSocket`], batched), `kube-ipvs0`
-//! and its addresses over rtnetlink ([`KubeIpvs0`]).
+//! IPVS goes over generic netlink ([`IpvsSocket`], batched), the
+//! `kube-ipvs0` link over rtnetlink ([`KubeIpvs0`]) and its addresses over
+//! rtnetlink too, batched ([`AddressSocket`]).
 //!
 //! `observe` dumps every virtual server, then the real servers of each (one
 //! GET_DEST dump per virtual server: the kernel runs one dump per socket at
 //! a time), and lists the addresses on `kube-ipvs0`. Virtual servers the
 //! core cannot represent (firewall marks, other protocols) are left out with
 //! a debug log and counted, so the plan never sees, and never touches, them.
+//! `observe_virtual_servers` reads only the virtual servers asked for: a
+//! GET_SERVICE and a GET_DEST dump each, one `sendmsg` per virtual server.
 //!
 //! `apply` keeps the operations' order: runs of IPVS operations go to the
 //! kernel as batches (an AddVirtualServer and the AddRealServers that follow
 //! it can share one `sendmsg`, since the kernel handles messages in order),
-//! and address operations run between them in their place.
+//! and so do runs of address operations, in their place between them.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
+use std::net::SocketAddr;
 
-use svcnet_core::proxy::{IpvsTable, Operation, VirtualServer};
+use svcnet_core::proxy::{IpvsTable, Operation, RealServer, VirtualServer, VirtualServerKey};
 
+use super::addresses::{AddressChange, AddressSocket};
 use super::convert::{self, Unrepresentable};
 use super::error::{GenlError, LinkError};
 use super::genl::{IpvsSocket, SocketStats};
 use super::link::{KubeIpvs0, KUBE_IPVS0};
 use crate::dataplane::{ApplyReport, Dataplane, DataplaneError};
+use crate::netlink::DestEntry;
 
 /// Counters for metrics, cumulative since the dataplane was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
     /// The IPVS socket's own counters (`sendmsg` calls, requests, refusals).
     pub socket: SocketStats,
+    /// The same for the socket that binds and unbinds `kube-ipvs0`'s
+    /// addresses.
+    pub addresses: SocketStats,
     /// Operations the kernel accepted.
     pub operations_applied: u64,
     /// Operations that failed.
@@ -47,13 +57,15 @@ pub struct Counters {
 pub struct LinuxDataplane {
     ipvs: IpvsSocket,
     link: KubeIpvs0,
+    addresses: AddressSocket,
     counters: Counters,
 }
 
 impl LinuxDataplane {
     /// Open the IPVS socket (resolving the family; a missing `ip_vs` gives
     /// "the IPVS family is not registered: load the ip_vs kernel module
-    /// (modprobe ip_vs)") and an rtnetlink connection for `kube-ipvs0`.
+    /// (modprobe ip_vs)"), an rtnetlink connection for `kube-ipvs0` and a
+    /// socket for its addresses.
     /// Must run inside a tokio runtime with I/O enabled.
     pub fn open() -> Result<Self, DataplaneError> {
         Self::open_with_link(KUBE_IPVS0)
@@ -64,6 +76,7 @@ impl LinuxDataplane {
         Ok(Self {
             ipvs: IpvsSocket::open()?,
             link: KubeIpvs0::connect(link)?,
+            addresses: AddressSocket::open(link)?,
             counters: Counters::default(),
         })
     }
@@ -72,6 +85,7 @@ impl LinuxDataplane {
     pub fn counters(&self) -> Counters {
         Counters {
             socket: self.ipvs.stats(),
+            addresses: self.addresses.stats(),
             ..self.counters
         }
     }
@@ -129,19 +143,8 @@ impl LinuxDataplane {
             };
             let dests = self.ipvs.dests(&entry.key);
             let dests = self.genl_result(dests)?;
-            let mut real_servers = std::collections::BTreeMap::new();
-            for dest in &dests {
-                match convert::real_server(dest) {
-                    Ok((addr, real)) => {
-                        real_servers.insert(addr, real);
-                    }
-                    Err(why @ Unrepresentable::Forward(..)) => {
-                        log::debug!("observe: {key}: leaving out {why}");
-                        skipped += 1;
-                    }
-                    Err(why) => log::debug!("observe: {key}: {why}"),
-                }
-            }
+            let (real_servers, left_out) = real_servers(&key, &dests);
+            skipped += left_out;
             table
                 .virtual_servers
                 .insert(key, VirtualServer { settings, real_servers });
@@ -189,43 +192,91 @@ impl LinuxDataplane {
         report.failed.push((operation.clone(), error));
     }
 
-    /// Bind or unbind one address; `index` caches `kube-ipvs0`'s index (the
-    /// link is ensured before the first bind of an apply).
-    async fn apply_address(&mut self, operation: &Operation, index: &mut Option<u32>) -> Result<(), DataplaneError> {
-        match operation {
-            Operation::BindAddress { address } => {
-                let link_index = match *index {
-                    Some(link_index) => link_index,
-                    None => {
-                        let link_index = self.ensure_link().await?;
-                        *index = Some(link_index);
-                        link_index
-                    }
-                };
-                let bound = self.link.bind(link_index, *address).await;
-                self.link_result(bound).map(drop)
+    /// Carry out a run of address operations as batches. The link is
+    /// made sure of (created if missing) when the run binds an address;
+    /// `index` caches its index for the rest of the apply. A run that only
+    /// unbinds, on a link that does not exist, has nothing to do.
+    async fn apply_addresses(&mut self, operations: &[Operation], index: &mut Option<u32>, report: &mut ApplyReport) {
+        let (operations, changes): (Vec<&Operation>, Vec<AddressChange>) = (operations.iter())
+            .filter_map(|operation| address_change(operation).map(|change| (operation, change)))
+            .unzip();
+        let binds = changes.iter().any(|change| matches!(change, AddressChange::Bind(_)));
+        let link_index = match *index {
+            Some(link_index) => Ok(Some(link_index)),
+            None if binds => self.ensure_link().await.map(Some),
+            None => {
+                let found = self.link.index().await;
+                self.link_result(found)
             }
-            Operation::UnbindAddress { address } => {
-                let unbound = self.link.unbind(*address).await;
-                self.link_result(unbound).map(drop)
+        };
+        let link_index = match link_index {
+            Ok(Some(link_index)) => link_index,
+            Ok(None) => {
+                for _ in operations {
+                    self.succeed(report);
+                }
+                return;
             }
-            _ => Ok(()),
+            Err(error) => {
+                let message = error.to_string();
+                for operation in operations {
+                    self.fail(report, operation, DataplaneError::Address(message.clone()));
+                }
+                return;
+            }
+        };
+        *index = Some(link_index);
+        let results = self.addresses.execute(link_index, &changes);
+        for (operation, result) in operations.into_iter().zip(results) {
+            match result {
+                Ok(()) => self.succeed(report),
+                Err(error) => {
+                    self.counters.netlink_errors += 1;
+                    self.fail(report, operation, error.into());
+                }
+            }
         }
     }
 }
 
+/// The real servers of `key` the core can represent, and how many were left
+/// out.
+fn real_servers(key: &VirtualServerKey, dests: &[DestEntry]) -> (BTreeMap<SocketAddr, RealServer>, u64) {
+    let mut real_servers = BTreeMap::new();
+    let mut skipped = 0;
+    for dest in dests {
+        match convert::real_server(dest) {
+            Ok((addr, real)) => {
+                real_servers.insert(addr, real);
+            }
+            Err(why @ Unrepresentable::Forward(..)) => {
+                log::debug!("observe: {key}: leaving out {why}");
+                skipped += 1;
+            }
+            Err(why) => log::debug!("observe: {key}: {why}"),
+        }
+    }
+    (real_servers, skipped)
+}
+
+/// The change to `kube-ipvs0` an address operation makes.
+fn address_change(operation: &Operation) -> Option<AddressChange> {
+    match operation {
+        Operation::BindAddress { address } => Some(AddressChange::Bind(*address)),
+        Operation::UnbindAddress { address } => Some(AddressChange::Unbind(*address)),
+        _ => None,
+    }
+}
+
 fn is_address(operation: &Operation) -> bool {
-    matches!(
-        operation,
-        Operation::BindAddress { .. } | Operation::UnbindAddress { .. }
-    )
+    address_change(operation).is_some()
 }
 
 /// A stretch of operations `apply` carries out in one go.
 #[derive(Debug, PartialEq, Eq)]
 enum Run<'a> {
-    /// One address operation (rtnetlink).
-    Address(&'a Operation),
+    /// Consecutive address operations (batched rtnetlink).
+    Addresses(&'a [Operation]),
     /// Consecutive IPVS operations (batched generic netlink).
     Ipvs(&'a [Operation]),
 }
@@ -235,14 +286,14 @@ fn runs(operations: &[Operation]) -> Vec<Run<'_>> {
     let mut runs = Vec::new();
     let mut rest = operations;
     while let Some(first) = rest.first() {
-        if is_address(first) {
-            runs.push(Run::Address(first));
-            rest = &rest[1..];
-        } else {
-            let len = rest.iter().position(is_address).unwrap_or(rest.len());
-            runs.push(Run::Ipvs(&rest[..len]));
-            rest = &rest[len..];
-        }
+        let address = is_address(first);
+        let len = rest
+            .iter()
+            .position(|op| is_address(op) != address)
+            .unwrap_or(rest.len());
+        let (run, after) = rest.split_at(len);
+        runs.push(if address { Run::Addresses(run) } else { Run::Ipvs(run) });
+        rest = after;
     }
     runs
 }
@@ -258,15 +309,31 @@ impl Dataplane for LinuxDataplane {
         Ok(table)
     }
 
+    async fn observe_virtual_servers(
+        &mut self,
+        keys: &BTreeSet<VirtualServerKey>,
+    ) -> Result<BTreeMap<VirtualServerKey, VirtualServer>, DataplaneError> {
+        let wire_keys: Vec<_> = keys.iter().map(convert::service_key).collect();
+        let found = self.ipvs.services_with_dests(&wire_keys);
+        let found = self.genl_result(found)?;
+        let mut servers = BTreeMap::new();
+        for (key, found) in keys.iter().zip(found) {
+            let Some((entry, dests)) = found else { continue };
+            let (_, settings) = convert::virtual_server(&entry).map_err(|why| {
+                DataplaneError::Io(io::Error::new(io::ErrorKind::InvalidData, format!("{key}: {why}")))
+            })?;
+            let (real_servers, _) = real_servers(key, &dests);
+            servers.insert(*key, VirtualServer { settings, real_servers });
+        }
+        Ok(servers)
+    }
+
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
         let mut report = ApplyReport::default();
         let mut index = None;
         for run in runs(operations) {
             match run {
-                Run::Address(operation) => match self.apply_address(operation, &mut index).await {
-                    Ok(()) => self.succeed(&mut report),
-                    Err(error) => self.fail(&mut report, operation, error),
-                },
+                Run::Addresses(operations) => self.apply_addresses(operations, &mut index, &mut report).await,
                 Run::Ipvs(operations) => self.apply_ipvs(operations, &mut report),
             }
         }
@@ -281,7 +348,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ipvs_operations_between_address_operations_form_one_run() {
+    fn consecutive_operations_of_one_kind_form_one_run() {
         let vs = VirtualServerKey::new(Protocol::Tcp, "10.96.0.10".parse().unwrap(), 80);
         let address = vs.address;
         let ops = vec![
@@ -298,10 +365,9 @@ mod tests {
         assert_eq!(
             runs(&ops),
             vec![
-                Run::Address(&ops[0]),
+                Run::Addresses(&ops[..1]),
                 Run::Ipvs(&ops[1..3]),
-                Run::Address(&ops[3]),
-                Run::Address(&ops[4]),
+                Run::Addresses(&ops[3..5]),
                 Run::Ipvs(&ops[5..]),
             ]
         );

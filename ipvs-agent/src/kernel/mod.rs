@@ -6,14 +6,16 @@
 //!   GET_CONFIG/SET_CONFIG and FLUSH.
 //! - [`convert`]: the core's table and operations to IPVS messages, and the
 //!   kernel's replies back to the core's table.
-//! - [`link`]: the `kube-ipvs0` dummy link and its /32 and /128 addresses
-//!   (rtnetlink).
+//! - [`link`]: the `kube-ipvs0` dummy link (rtnetlink).
+//! - [`addresses`]: binding and unbinding its /32 and /128 addresses, many
+//!   per `sendmsg` ([`AddressSocket`]).
 //! - [`sysctl`]: the sysctls kube-proxy's IPVS mode sets.
 //! - [`linux`]: [`LinuxDataplane`], the [`crate::dataplane::Dataplane`]
 //!   built from the above, with counters for metrics.
 //! - [`error`]: what can go wrong on the socket ([`GenlError`]) and on
 //!   the link ([`LinkError`]).
 
+pub mod addresses;
 pub mod convert;
 pub mod error;
 pub mod family;
@@ -22,6 +24,7 @@ pub mod link;
 pub mod linux;
 pub mod sysctl;
 
+pub use addresses::{AddressChange, AddressSocket};
 pub use error::{GenlError, LinkError, RequestError};
 pub use genl::{Answer, IpvsSocket, SocketStats};
 pub use link::KubeIpvs0;

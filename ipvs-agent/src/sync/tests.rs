@@ -182,18 +182,125 @@ async fn draining_real_servers_go_when_their_connections_end() {
     assert_eq!(kept.weight, 0, "drains at weight 0 while a connection is open");
     assert_eq!(sync.plan_state().draining.len(), 1);
 
-    // Counters are re-read every drain check period, not on every tick.
+    // Counters are re-read every drain check period, not on every tick, and
+    // only the draining real servers' virtual server is read.
     let reads = sync.dataplane_mut().reads;
+    let partial = sync.dataplane().virtual_server_reads.len();
     assert_eq!(sync.next_due(at(2)), at(6));
     let report = sync.tick(at(6)).await.unwrap();
     assert_eq!((report.full, report.operations), (false, 0), "still connected");
-    assert_eq!(sync.dataplane_mut().reads, reads + 1);
+    assert_eq!(sync.dataplane().reads, reads, "no whole-table read");
+    assert_eq!(sync.dataplane().virtual_server_reads[partial..], [vec![web()]]);
 
     sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 0, 0);
     let report = sync.tick(at(11)).await.unwrap();
     assert_eq!(report.operations, 1);
     assert_eq!(&sync.dataplane().table, sync.desired());
     assert!(sync.plan_state().draining.is_empty());
+}
+
+#[tokio::test]
+async fn a_removal_rereads_only_its_virtual_server_and_plans_with_those_counters() {
+    let mut cp = cluster();
+    let other = "apiVersion: v1\nkind: Service\nmetadata: {name: api}\nspec: {clusterIP: 10.96.0.21, selector: {app: api}, ports: [{port: 443}]}\n";
+    for r in cp.apply_manifest(other).unwrap() {
+        r.unwrap();
+    }
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    assert_eq!(
+        sync.dataplane().table.virtual_servers.len(),
+        3,
+        "kubernetes, web and api"
+    );
+    // The loop's copy has no connection on web-2; the kernel has one.
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
+    let reads = sync.dataplane().reads;
+
+    cp.delete_pod("default", "web-2").unwrap();
+    update(&mut sync, &cp, "default/web");
+    let report = sync.tick(at(1)).await.unwrap();
+    assert_eq!((report.full, report.operations, report.failed), (false, 1, 0));
+    assert_eq!(sync.dataplane().reads, reads, "no whole-table read");
+    assert_eq!(sync.dataplane().virtual_server_reads, [vec![web()]]);
+    let kept = &sync.dataplane().table.virtual_servers[&web()].real_servers[&rs("10.244.1.12")];
+    assert_eq!(
+        kept.weight, 0,
+        "drained on the fresh counters, not deleted on the copy's"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_closed_since_the_last_read_lets_the_real_server_go_at_once() {
+    let mut cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    // A full read sees a connection on web-2, which then closes.
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
+    sync.sync(true, at(1)).await;
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 0, 0);
+    let reads = sync.dataplane().reads;
+
+    cp.delete_pod("default", "web-2").unwrap();
+    update(&mut sync, &cp, "default/web");
+    let report = sync.tick(at(2)).await.unwrap();
+    assert_eq!(report.operations, 1);
+    assert!(
+        matches!(sync.dataplane().log.last(), Some(Operation::DeleteRealServer { .. })),
+        "{:?}",
+        sync.dataplane().log.last()
+    );
+    assert_eq!(sync.dataplane().reads, reads);
+    assert!(sync.plan_state().draining.is_empty());
+    assert_eq!(&sync.dataplane().table, sync.desired());
+}
+
+#[tokio::test]
+async fn a_draining_virtual_server_deleted_by_hand_is_added_back_and_a_full_sync_follows() {
+    let mut cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
+    cp.delete_pod("default", "web-2").unwrap();
+    update(&mut sync, &cp, "default/web");
+    sync.tick(at(1)).await.unwrap();
+    assert_eq!(sync.plan_state().draining.len(), 1);
+
+    // Someone runs `ipvsadm -D -t 10.96.0.20:80` during the drain.
+    sync.dataplane_mut().table.virtual_servers.remove(&web());
+    let report = sync.tick(at(6)).await.unwrap();
+    assert_eq!((report.full, report.failed), (false, 0));
+    assert_eq!(
+        report.operations, 2,
+        "the virtual server and its one wanted real server"
+    );
+    assert_eq!(&sync.dataplane().table, sync.desired());
+    assert!(sync.plan_state().draining.is_empty());
+    assert_eq!(sync.next_due(at(6)), at(7), "a full sync is due");
+    let report = sync.tick(at(7)).await.unwrap();
+    assert_eq!((report.full, report.operations), (true, 0));
+}
+
+#[tokio::test]
+async fn a_failed_reread_schedules_a_full_sync() {
+    let mut cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
+    cp.delete_pod("default", "web-2").unwrap();
+    update(&mut sync, &cp, "default/web");
+    sync.dataplane_mut().fail_reads = true;
+    let logged = sync.dataplane().log.len();
+    let report = sync.tick(at(1)).await.unwrap();
+    assert!(report.read_error.is_some());
+    assert_eq!(sync.dataplane().log.len(), logged, "nothing applied");
+
+    sync.dataplane_mut().fail_reads = false;
+    let due = sync.next_due(at(1));
+    let report = sync.tick(due).await.unwrap();
+    assert!(report.full && report.succeeded());
+    let kept = &sync.dataplane().table.virtual_servers[&web()].real_servers[&rs("10.244.1.12")];
+    assert_eq!(kept.weight, 0, "the change is not lost: drained by the full sync");
 }
 
 #[tokio::test]
