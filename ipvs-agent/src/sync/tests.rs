@@ -57,6 +57,18 @@ fn update(sync: &mut SyncLoop<MemoryDataplane>, cp: &ControlPlane, key: &str) {
     sync.update_service(key, cp.service(ns, name).map(|s| (s, slices.as_slice())));
 }
 
+/// A loop that has programmed the cluster, then seen web-2 (which has one
+/// active connection) removed; not synced since.
+async fn web_2_removed_with_a_connection() -> SyncLoop<MemoryDataplane> {
+    let mut cp = cluster();
+    let mut sync = new_loop(MemoryDataplane::default(), &cp);
+    sync.tick(T0).await.unwrap();
+    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
+    cp.delete_pod("default", "web-2").unwrap();
+    update(&mut sync, &cp, "default/web");
+    sync
+}
+
 fn web() -> VirtualServerKey {
     VirtualServerKey::new(Protocol::Tcp, "10.96.0.20".parse().unwrap(), 80)
 }
@@ -169,13 +181,7 @@ async fn changes_are_synced_incrementally_and_rate_limited() {
 
 #[tokio::test]
 async fn draining_real_servers_go_when_their_connections_end() {
-    let mut cp = cluster();
-    let mut sync = new_loop(MemoryDataplane::default(), &cp);
-    sync.tick(T0).await.unwrap();
-    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
-
-    cp.delete_pod("default", "web-2").unwrap();
-    update(&mut sync, &cp, "default/web");
+    let mut sync = web_2_removed_with_a_connection().await;
     let report = sync.tick(at(1)).await.unwrap();
     assert_eq!(report.operations, 1);
     let kept = &sync.dataplane().table.virtual_servers[&web()].real_servers[&rs("10.244.1.12")];
@@ -257,12 +263,7 @@ async fn a_connection_closed_since_the_last_read_lets_the_real_server_go_at_once
 
 #[tokio::test]
 async fn a_draining_virtual_server_deleted_by_hand_is_added_back_and_a_full_sync_follows() {
-    let mut cp = cluster();
-    let mut sync = new_loop(MemoryDataplane::default(), &cp);
-    sync.tick(T0).await.unwrap();
-    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
-    cp.delete_pod("default", "web-2").unwrap();
-    update(&mut sync, &cp, "default/web");
+    let mut sync = web_2_removed_with_a_connection().await;
     sync.tick(at(1)).await.unwrap();
     assert_eq!(sync.plan_state().draining.len(), 1);
 
@@ -283,12 +284,7 @@ async fn a_draining_virtual_server_deleted_by_hand_is_added_back_and_a_full_sync
 
 #[tokio::test]
 async fn a_failed_reread_schedules_a_full_sync() {
-    let mut cp = cluster();
-    let mut sync = new_loop(MemoryDataplane::default(), &cp);
-    sync.tick(T0).await.unwrap();
-    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
-    cp.delete_pod("default", "web-2").unwrap();
-    update(&mut sync, &cp, "default/web");
+    let mut sync = web_2_removed_with_a_connection().await;
     sync.dataplane_mut().fail_reads = true;
     let logged = sync.dataplane().log.len();
     let report = sync.tick(at(1)).await.unwrap();
@@ -305,12 +301,7 @@ async fn a_failed_reread_schedules_a_full_sync() {
 
 #[tokio::test]
 async fn draining_stops_at_the_drain_timeout() {
-    let mut cp = cluster();
-    let mut sync = new_loop(MemoryDataplane::default(), &cp);
-    sync.tick(T0).await.unwrap();
-    sync.dataplane_mut().table.set_counters(&web(), rs("10.244.1.12"), 1, 0);
-    cp.delete_pod("default", "web-2").unwrap();
-    update(&mut sync, &cp, "default/web");
+    let mut sync = web_2_removed_with_a_connection().await;
     sync.tick(at(1)).await.unwrap();
     let report = sync.sync(false, at(1 + 600)).await;
     assert_eq!(report.operations, 1);
