@@ -9,7 +9,7 @@
 #   debian  The verified fallback from shared/BUILDING.md, for machines where
 #           rustup cannot download the target: Debian's second toolchain
 #           (packages rustc-web cargo-web rust-web-src lld-22: Rust at
-#           /usr/bin/{rustc,cargo}, std sources, rust-lld), building std for
+#           /usr/bin/{rustc,cargo}, std sources, lld run as rust-lld), building std for
 #           wasm32 itself with -Zbuild-std. Its artefacts go to
 #           target/wasm-debian so the two toolchains never share a target dir.
 #
@@ -148,6 +148,24 @@ wasm_profile_dir() {
     if [[ "$profile" == dev ]]; then echo debug; else echo "$profile"; fi
 }
 
+# The linker rustc runs for wasm32 is `rust-lld` (lld's multiplexer, told
+# `-flavor wasm`). Debian's Rust packages used to bring it as a link to
+# lld-22; rustc-web 1.96.0+dfsg1-1~deb12u2 does not, so the build gets its own
+# link to lld-22's lld, in target/wasm-debian/bin, first on PATH. Prints that
+# folder.
+wasm_debian_linker_dir() {
+    local dir="$WASM_DEBIAN_TARGET_DIR/bin" lld
+    for lld in /usr/lib/llvm-22/bin/lld /usr/bin/lld-22; do
+        if [[ -x $lld ]]; then
+            mkdir -p "$dir"
+            ln -sfn "$lld" "$dir/rust-lld"
+            echo "$dir"
+            return
+        fi
+    done
+    wasm_die "no lld to run as rust-lld: /usr/lib/llvm-22/bin/lld is missing (apt-get install lld-22)"
+}
+
 # Runs `cargo <subcommand> --target wasm32-unknown-unknown <args>` with the
 # chosen route's toolchain. Call wasm_install first.
 wasm_cargo() {
@@ -165,10 +183,12 @@ wasm_cargo() {
         # shellcheck disable=SC2054 # "std,panic_abort" is one argument
         cmd=(/usr/bin/cargo "$subcommand" --target "$WASM_TARGET"
             -Zbuild-std=std,panic_abort --target-dir "$WASM_DEBIAN_TARGET_DIR" "$@")
-        wasm_log "+ PATH=/usr/bin:\$PATH RUSTC_BOOTSTRAP=1 ${cmd[*]}"
+        local linker_dir
+        linker_dir="$(wasm_debian_linker_dir)"
+        wasm_log "+ PATH=${linker_dir#"$WASM_REPO_ROOT"/}:/usr/bin:\$PATH RUSTC_BOOTSTRAP=1 ${cmd[*]}"
         (cd "$WASM_REPO_ROOT" &&
             env -u RUSTC_WRAPPER -u RUSTUP_TOOLCHAIN -u CARGO_TARGET_DIR \
-                PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc \
+                PATH="$linker_dir:/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc \
                 RUSTC_BOOTSTRAP=1 "${cmd[@]}")
     fi
 }
