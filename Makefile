@@ -88,7 +88,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-agent ## Everything CI runs: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-agent
+test: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
@@ -109,6 +109,24 @@ vm-kernel: ## The agent's kernel side against real IPVS in the VM: tests/vm/kern
 	tests/vm/setup.sh
 	$(CARGO) build --release -p ipvs-agent --example kernel_check
 	tests/vm/run.sh tests/vm/kernel.sh target/release/examples/kernel_check
+
+# What the real ipvsadm sends and the kernel answers, captured in the VM
+# (tests/vm/ipvsadm-capture.sh), against the agent's own requests and parser
+# (ipvs-agent/tests/ipvsadm_captures.rs). `cargo test` checks the committed
+# captures; this target checks a fresh set.
+IPVSADM_CAPTURES := target/vm/out/ipvsadm-capture
+.PHONY: vm-ipvsadm ipvsadm-goldens
+vm-ipvsadm: ## Capture ipvsadm's netlink traffic in the VM (strace) and compare the agent's requests with it, byte for byte
+	$(step)
+	tests/vm/setup.sh
+	tests/vm/run.sh tests/vm/ipvsadm-capture.sh /usr/bin/strace tests/vm/ipvsadm-cases:/vm/ipvsadm-cases
+	SVCNET_IPVSADM_CAPTURES=$(CURDIR)/$(IPVSADM_CAPTURES) \
+		$(CARGO) test -p ipvs-agent --test ipvsadm_captures -- --nocapture
+
+ipvsadm-goldens: vm-ipvsadm ## Refresh the committed captures (ipvs-agent/tests/ipvsadm-captures/) from a fresh vm-ipvsadm run
+	rm -f ipvs-agent/tests/ipvsadm-captures/*.nl
+	cp $(IPVSADM_CAPTURES)/*.nl ipvs-agent/tests/ipvsadm-captures/
+	@echo "ipvs-agent/tests/ipvsadm-captures/ refreshed: review with git diff"
 
 # The browser playground (web/) and its browser tests (tests/browser/).
 PLAYGROUND_PORT ?= 8080

@@ -4,7 +4,8 @@
 #   tests/vm/setup.sh          idempotent; quick (no network) when already done
 #
 # 1. Debian packages: QEMU, busybox-static, ipvsadm, iproute2, kmod (modprobe,
-#    depmod), cpio, gzip, socat (UDP backends and clients; busybox nc has no UDP).
+#    depmod), cpio, gzip, socat (UDP backends and clients; busybox nc has no UDP),
+#    strace (tests/vm/ipvsadm-capture.sh records what ipvsadm sends).
 #    `apt-get update` runs only when a package or the kernel cannot be had
 #    from the package lists as they are.
 # 2. The kernel linux-image-amd64 points at (or $SVCNET_VM_KERNEL_PKG): the .deb
@@ -27,7 +28,7 @@ cache="${SVCNET_VM_DIR:-$repo/target/vm}"
 kdir="$cache/kernel"
 
 # Host packages. qemu-system-x86 without its recommends (GUI, OVMF, ...).
-packages=(qemu-system-x86 busybox-static ipvsadm iproute2 kmod cpio gzip socat bash)
+packages=(qemu-system-x86 busybox-static ipvsadm iproute2 kmod cpio gzip socat bash strace)
 
 # Modules, by name. Every IPVS scheduler Debian builds, so a test can pick any;
 # dummy for kube-ipvs0 and the node's uplink, veth for the namespaces.

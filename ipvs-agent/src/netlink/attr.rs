@@ -2,9 +2,10 @@
 //! `IPVS_INFO_ATTR_*` of a GET_INFO reply, which reuse numbers 1 and 2 and
 //! are therefore parsed according to the command).
 //!
-//! Nested attributes are emitted without `NLA_F_NESTED`, like `ipvsadm`'s
-//! libipvs, kube-proxy's library and the kernel's own replies; the kernel
-//! accepts them either way, and so does the parser.
+//! Nested attributes are emitted with `NLA_F_NESTED`, as `ipvsadm` 1.31 on
+//! libnl 3.7 sends them (captured in `ipvs-agent/tests/ipvsadm-captures/`);
+//! the kernel's own replies leave the flag out. The kernel accepts both, and
+//! so does the parser.
 
 use netlink_packet_core::{
     parse_u32, DecodeError, DefaultNla, Emitable, ErrorContext, Nla, NlaBuffer, Parseable, ParseableParametrized,
@@ -68,6 +69,14 @@ impl Nla for IpvsAttr {
             Self::InfoVersion(_) => IPVS_INFO_ATTR_VERSION,
             Self::InfoConnTabSize(_) => IPVS_INFO_ATTR_CONN_TAB_SIZE,
             Self::Other(nla) => nla.kind(),
+        }
+    }
+
+    fn is_nested(&self) -> bool {
+        match self {
+            Self::Service(_) | Self::Dest(_) | Self::Daemon(_) => true,
+            Self::Other(nla) => nla.is_nested(),
+            _ => false,
         }
     }
 

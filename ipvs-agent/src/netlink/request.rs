@@ -153,16 +153,17 @@ impl DestSpec {
         }
     }
 
-    /// Every attribute NEW_DEST and SET_DEST require, plus the address family.
+    /// Every attribute NEW_DEST and SET_DEST require, plus the address
+    /// family, in `ipvsadm`'s order (the family first).
     fn attrs(&self) -> Vec<DestAttr> {
         vec![
+            DestAttr::AddressFamily(AddressFamily::of(self.addr)),
             DestAttr::Addr(InetAddr::from(self.addr)),
             DestAttr::Port(self.port),
             DestAttr::FwdMethod(self.fwd_method),
             DestAttr::Weight(self.weight),
             DestAttr::UThresh(self.u_thresh),
             DestAttr::LThresh(self.l_thresh),
-            DestAttr::AddressFamily(AddressFamily::of(self.addr)),
         ]
     }
 }
@@ -224,9 +225,9 @@ impl IpvsMessage {
     /// DEL_DEST: remove a real server from a virtual server.
     pub fn del_dest(service: &ServiceKey, addr: IpAddr, port: u16) -> Self {
         let dest = vec![
+            DestAttr::AddressFamily(AddressFamily::of(addr)),
             DestAttr::Addr(InetAddr::from(addr)),
             DestAttr::Port(port),
-            DestAttr::AddressFamily(AddressFamily::of(addr)),
         ];
         Self::new(
             IpvsCmd::DelDest,

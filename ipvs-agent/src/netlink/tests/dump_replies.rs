@@ -2,8 +2,6 @@
 //! (with counters written by hand), the GET_INFO and GET_CONFIG replies, each
 //! followed by its `NLMSG_DONE` or ACK, read into plain entries.
 
-use netlink_packet_core::NLM_F_MULTIPART;
-
 use super::super::{
     AddressFamily, DestAttr, DestEntry, ForwardMethod, InetAddr, IpvsAttr, IpvsCmd, IpvsInfo, IpvsMessage, IpvsVersion,
     Protocol, ReplyBody, ServiceAttr, ServiceEntry, ServiceFlags, Stats, Timeouts,
@@ -110,8 +108,6 @@ fn service_dump_reply() {
             ServiceAttr::Stats64(wide),
         ])],
     );
-    assert_reply_emits(message.clone(), 30, NLM_F_MULTIPART, &SERVICE_DUMP[..320]);
-
     let answers = replies(&SERVICE_DUMP);
     assert_eq!(answers.len(), 2);
     assert_eq!((answers[0].seq, answers[0].is_final()), (30, false));
@@ -203,8 +199,6 @@ fn dest_dump_reply() {
             DestAttr::Stats(stats),
         ])],
     );
-    assert_reply_emits(message.clone(), 31, NLM_F_MULTIPART, &DEST_DUMP[..232]);
-
     let answers = replies(&DEST_DUMP);
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[0].body, Ok(ReplyBody::Message(message.clone())));

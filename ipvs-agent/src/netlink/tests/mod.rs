@@ -1,16 +1,15 @@
 //! Golden-byte tests for every IPVS message the agent sends or reads, and a
 //! property test that parsing never panics. The byte arrays were written by
-//! hand from `include/uapi/linux/ip_vs.h` and the kernel's `ip_vs_ctl.c`
-//! (attribute order as the kernel and `ipvsadm` use it), each field labelled,
-//! and are compared with what the code emits and parsed back.
+//! hand from `include/uapi/linux/ip_vs.h` and the kernel's `ip_vs_ctl.c`,
+//! each field labelled, and are compared with what the code emits and parsed
+//! back. `ipvs-agent/tests/ipvsadm_captures.rs` checks the same requests
+//! against what the real `ipvsadm` sent, and the parser against what the
+//! real kernel answered, as captured in the VM.
 //!
 //! Layout reminders: `nlmsghdr` is len u32, type u16, flags u16, seq u32,
 //! pid u32 (16 bytes); `genlmsghdr` is cmd u8, version u8, reserved u16; an
 //! attribute is len u16 (header + value, without padding), type u16, value,
 //! zero padding to 4 bytes. Numbers are little-endian (x86), ports big-endian.
-
-// TODO(vm): cross-check these goldens against what the real `ipvsadm` sends
-// (strace -e sendmsg -x, or nlmon) once the QEMU harness in tests/vm/ exists.
 
 #![cfg(target_endian = "little")]
 
