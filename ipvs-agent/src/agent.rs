@@ -1,21 +1,26 @@
 //! `run`'s main loop, one step at a time: pick up manifest changes (at most
 //! once per `--min-sync-period`), renew the apiserver leases, feed what
 //! changed to the [`SyncLoop`], save the state file after each accepted
-//! change that may have moved allocations (a Service or ServiceCIDR). A
-//! bad manifest is logged (file, document, field) and the last good state
-//! stays programmed and saved. Time is passed in, so tests drive
-//! it; `main.rs` drives it with the real clock.
+//! change that may have moved allocations (a Service or ServiceCIDR), and
+//! save the plan state (drain start times, claimed virtual servers) beside
+//! it after each sync that changed it, so a restarted agent starts from
+//! the plan state the last one saved ([`load_plan_state`]). A bad manifest
+//! is logged (file, document, field) and the last good state stays
+//! programmed and saved. Time is passed in, so tests drive it; `main.rs`
+//! drives it with the real clock.
 
 use crate::cluster::{Cluster, ClusterError, Refreshed};
 use crate::dataplane::Dataplane;
 use crate::metrics::Metrics;
 use crate::node::NodeFlags;
+use crate::state;
 use crate::sync::{SyncLoop, SyncReport, SyncSettings};
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use svcnet_core::controlplane::{ApplyAction, ControlPlane, ObjectKey};
-use svcnet_core::proxy::{NodeInfo, ProxyConfig};
+use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
 /// Leases live 15 s; renew them at least this often.
@@ -43,14 +48,52 @@ pub struct Agent<D> {
     next_poll: Time,
     /// The last manifest error logged, so a lasting one is logged once.
     last_error: Option<String>,
+    /// Where the plan state is saved ([`state::plan_state_path`] of the
+    /// state file); `None` without a state file.
+    plan_state_file: Option<PathBuf>,
+    /// The plan state changed since it was last saved (or its save failed).
+    plan_state_unsaved: bool,
+}
+
+/// The plan state an earlier run saved beside `cluster`'s state file
+/// ([`state::plan_state_path`]), for [`Agent::start`]; empty without a
+/// state file or when none was saved yet.
+///
+/// A plan-state file that cannot be read or does not parse is logged and
+/// ignored, whereas a bad state file stops the agent. What is lost is not
+/// dangerous: real servers that were draining (already at weight 0, given
+/// no new connections) start their `--drain-timeout` again, and a claimed
+/// virtual server on a node address that stops being wanted may be left
+/// in the kernel like one the agent does not own. Losing allocations would
+/// move ClusterIPs and NodePorts; losing this moves nothing. Refusing to
+/// start would be worse: the node's IPVS table would stop following
+/// Services and endpoints until someone moved the file away. The file is
+/// replaced at the next save.
+pub fn load_plan_state(cluster: &Cluster) -> PlanState {
+    let Some(path) = cluster.state_file().map(state::plan_state_path) else {
+        return PlanState::default();
+    };
+    match state::load_plan_state(&path) {
+        Ok(saved) => saved.unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "starting without the saved plan state: draining real servers start their drain timeout again"
+            );
+            PlanState::default()
+        }
+    }
 }
 
 impl<D: Dataplane> Agent<D> {
     /// Starts at `now`: the manifests must be readable and accepted (else
     /// the error is returned, nothing is programmed), the state file is
-    /// saved and the desired table built. Nothing touches the kernel yet.
+    /// saved and the desired table built. The sync loop starts from
+    /// `plan_state`, the one an earlier run saved ([`load_plan_state`]) or
+    /// an empty one. Nothing touches the kernel yet.
     pub fn start(
         mut cluster: Cluster,
+        plan_state: PlanState,
         dataplane: D,
         settings: AgentSettings,
         metrics: Arc<Metrics>,
@@ -64,8 +107,10 @@ impl<D: Dataplane> Agent<D> {
             tracing::error!(error = %e, "cannot save the state");
         }
         let node = resolve_node(&settings, cluster.control_plane(), None);
-        let sync = SyncLoop::new(dataplane, settings.proxy.clone(), node, settings.sync, metrics.clone());
+        let mut sync = SyncLoop::new(dataplane, settings.proxy.clone(), node, settings.sync, metrics.clone());
+        sync.restore_plan_state(plan_state);
         let next_poll = now.plus(poll_period(&settings.sync));
+        let plan_state_file = cluster.state_file().map(state::plan_state_path);
         let mut agent = Agent {
             cluster,
             sync,
@@ -73,6 +118,8 @@ impl<D: Dataplane> Agent<D> {
             metrics,
             next_poll,
             last_error: None,
+            plan_state_file,
+            plan_state_unsaved: false,
         };
         agent.rebuild();
         Ok(agent)
@@ -95,7 +142,9 @@ impl<D: Dataplane> Agent<D> {
 
     /// One full sync now, whatever is due (`run --once`).
     pub async fn sync_now(&mut self, now: Time) -> SyncReport {
-        self.sync.sync(true, now).await
+        let report = self.sync.sync(true, now).await;
+        self.synced(&report);
+        report
     }
 
     /// One step at `now`: manifests (when their poll is due), leases, and a
@@ -108,7 +157,9 @@ impl<D: Dataplane> Agent<D> {
         if self.cluster.heartbeat(now) {
             self.update_services([("default".to_string(), "kubernetes".to_string())]);
         }
-        self.sync.tick(now).await
+        let report = self.sync.tick(now).await?;
+        self.synced(&report);
+        Some(report)
     }
 
     /// When the next step has something to do.
@@ -116,10 +167,31 @@ impl<D: Dataplane> Agent<D> {
         self.next_poll.min(self.sync.next_due(now)).max(now)
     }
 
-    /// Saves the state file (logged on failure).
-    pub fn save(&self) {
+    /// Saves the state file, and the plan state if a change of it is not
+    /// saved yet (logged on failure).
+    pub fn save(&mut self) {
         if let Err(e) = self.cluster.save() {
             tracing::error!(error = %e, "cannot save the state");
+        }
+        self.save_plan_state();
+    }
+
+    /// After a sync: the plan state is saved if it changed (or an earlier
+    /// save of it failed), and only then.
+    fn synced(&mut self, report: &SyncReport) {
+        self.plan_state_unsaved |= report.plan_state_changed;
+        self.save_plan_state();
+    }
+
+    /// Writes the plan state beside the state file if it has changes not
+    /// saved yet (logged on failure; tried again after the next sync).
+    fn save_plan_state(&mut self) {
+        let Some(path) = self.plan_state_file.as_deref().filter(|_| self.plan_state_unsaved) else {
+            return;
+        };
+        match state::save_plan_state(path, self.sync.plan_state()) {
+            Ok(()) => self.plan_state_unsaved = false,
+            Err(e) => tracing::error!(error = %e, "cannot save the plan state"),
         }
     }
 

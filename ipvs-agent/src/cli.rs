@@ -102,7 +102,9 @@ pub struct Common {
     #[arg(long = "manifests", value_name = "PATH")]
     pub manifests: Vec<PathBuf>,
     /// Where allocated ClusterIPs and NodePorts are kept across restarts (JSON, written atomically).
-    /// `plan` reads it but never writes it.
+    /// `run` also keeps drain start times and claimed virtual servers in PATH.plan.json beside it, so
+    /// --drain-timeout counts from when draining began, not from the restart. `plan` reads the state
+    /// file but never writes it.
     #[arg(long, value_name = "PATH")]
     pub state_file: Option<PathBuf>,
     /// The CIDR(s) ClusterIPs come from: one, or one IPv4 and one IPv6 separated by a comma.

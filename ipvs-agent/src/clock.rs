@@ -1,7 +1,8 @@
 //! The agent's clock: the core takes time as an input ([`Time`],
 //! milliseconds since the Unix epoch for the agent). This clock is
 //! monotonic while the process runs (it counts from an [`Instant`]) and
-//! continues from the state file's time after a restart, so lease and drain
+//! continues from the last time saved after a restart (the state file's,
+//! or a later drain start in the plan-state file), so lease and drain
 //! timers never run backwards even if the wall clock does.
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

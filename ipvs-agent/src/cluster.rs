@@ -6,7 +6,7 @@
 use crate::manifests::{ManifestError, Manifests, Sources};
 use crate::state::{self, StateError};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use svcnet_core::api::manifest::Object;
 use svcnet_core::controlplane::{ApplyAction, ClusterConfig, ConfigError, ControlPlane, SetOutcome};
 use svcnet_core::time::Time;
@@ -85,6 +85,11 @@ impl Cluster {
     /// The control plane.
     pub fn control_plane(&self) -> &ControlPlane {
         &self.cp
+    }
+
+    /// The state file (`--state-file`), if there is one.
+    pub fn state_file(&self) -> Option<&Path> {
+        self.state_file.as_deref()
     }
 
     /// Reads the manifests and, when they differ from the last ones seen,

@@ -4,7 +4,9 @@
 //! - [`dataplane`]: the boundary between the sync loop and the kernel.
 //! - [`cli`]: the command line.
 //! - [`manifests`]: manifest files and directories, decoded with their origin.
-//! - [`state`]: the state file (the control plane snapshot, written atomically).
+//! - [`state`]: the state file (the control plane snapshot) and the
+//!   plan-state file beside it (drain start times, claimed virtual
+//!   servers), both written atomically.
 //! - [`cluster`]: the core's control plane fed from manifests and the state file.
 //! - [`clock`]: the monotonic clock that gives the core its time.
 //! - [`node`]: this node's name and addresses.

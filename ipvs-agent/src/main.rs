@@ -3,7 +3,7 @@
 //! dataplane is made in one place, [`connect_dataplane`].
 
 use clap::Parser;
-use ipvs_agent::agent::{log_outcome, Agent, AgentSettings};
+use ipvs_agent::agent::{load_plan_state, log_outcome, Agent, AgentSettings};
 use ipvs_agent::cleanup::cleanup;
 use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, RunArgs};
 use ipvs_agent::clock::Clock;
@@ -20,6 +20,7 @@ use std::sync::Arc;
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
 use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, ProxyConfig};
+use svcnet_core::time::Time;
 
 /// mimalloc rather than glibc's malloc: reading thousands of manifests
 /// allocates and frees many small objects (benchmarks/agent.md).
@@ -178,7 +179,14 @@ fn plan_json(services: &[&Service], slices: &[&EndpointSlice], table: &IpvsTable
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
     let cluster = load_cluster(common, true)?;
-    let clock = Clock::starting_at_least(cluster.control_plane().now());
+    let plan_state = load_plan_state(&cluster);
+    // The state file is written only when allocations change, so drain
+    // start times saved after it may be later than its time: the clock
+    // starts after both, and a drain never counts from a time to come.
+    let saved = (plan_state.draining.iter())
+        .map(|(_, _, since)| since)
+        .fold(cluster.control_plane().now(), Time::max);
+    let clock = Clock::starting_at_least(saved);
     let node = node_flags(common);
     let host_ips = if common.node_ip.is_empty() {
         host_addresses()
@@ -195,10 +203,11 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let dataplane = connect_dataplane(args.skip_sysctls, args.ipvs_strict_arp)
         .await
         .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
-    let mut agent = Agent::start(cluster, dataplane, settings, metrics.clone(), clock.now())?;
+    let mut agent = Agent::start(cluster, plan_state, dataplane, settings, metrics.clone(), clock.now())?;
 
     if args.once {
-        // The state file was saved at start; a sync changes no allocation.
+        // The state file was saved at start; a sync changes no allocation
+        // (and the sync saved the plan state if it changed).
         let report = agent.sync_now(clock.now()).await;
         return Ok(if report.succeeded() {
             ExitCode::SUCCESS

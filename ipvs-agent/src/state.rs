@@ -1,14 +1,26 @@
 //! The state file (`--state-file`): a control plane snapshot as JSON (the
 //! agent writes its allocations: `ControlPlane::allocation_snapshot`), so
-//! ClusterIPs and NodePorts survive restarts. Written atomically (a
-//! temporary file in the same directory, fsync, rename, fsync of the
-//! directory), so a crash leaves the old file or the new one, never half
-//! of one. A file that does not parse is an error, never a silent reset.
+//! ClusterIPs and NodePorts survive restarts; and the plan-state file
+//! beside it ([`plan_state_path`]: `<state-file>.plan.json`), the proxy's
+//! [`PlanState`] as JSON (drain start times, claimed virtual servers), so
+//! drain timeouts count from when draining began and not from the last
+//! restart. Both are written atomically (a temporary file in the same
+//! directory, fsync, rename, fsync of the directory), so a crash leaves the
+//! old file or the new one, never half of one. A state file that does not
+//! parse is an error, never a silent reset; a plan-state file that does not
+//! parse is an error too ([`StateError::CorruptPlanState`]), which the agent
+//! logs and starts without (see `agent::load_plan_state`).
+//!
+//! Two files rather than one: the state file holds every Service (several
+//! MB at 5,000 Services) and changes only with Services and ServiceCIDRs,
+//! while the plan state is small and changes with every drain; writing it
+//! alone keeps a drain from rewriting megabytes.
 
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use svcnet_core::controlplane::Snapshot;
+use svcnet_core::proxy::PlanState;
 use thiserror::Error;
 
 /// Why the state file could not be used.
@@ -25,6 +37,15 @@ pub enum StateError {
     /// The file is not a snapshot (truncated, edited, another program's).
     #[error("state file {path}: not a valid svcnet state file ({message}); move it away to start from scratch")]
     Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What the JSON decoder said.
+        message: String,
+    },
+    /// The plan-state file exists but does not hold a plan state
+    /// (truncated, edited, another program's).
+    #[error("plan state file {path}: not a valid svcnet plan state ({message})")]
+    CorruptPlanState {
         /// The file.
         path: PathBuf,
         /// What the JSON decoder said.
@@ -51,15 +72,8 @@ pub enum StateError {
 
 /// Reads the snapshot; `None` when the file does not exist yet.
 pub fn load(path: &Path) -> Result<Option<Snapshot>, StateError> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(StateError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+    let Some(text) = read(path)? else {
+        return Ok(None);
     };
     serde_json::from_str(&text).map(Some).map_err(|e| StateError::Corrupt {
         path: path.to_path_buf(),
@@ -69,12 +83,62 @@ pub fn load(path: &Path) -> Result<Option<Snapshot>, StateError> {
 
 /// Writes the snapshot atomically.
 pub fn save(path: &Path, snapshot: &Snapshot) -> Result<(), StateError> {
+    // Serialising plain data with string map keys cannot fail.
+    let json = serde_json::to_vec_pretty(snapshot).unwrap_or_default();
+    write_atomically(path, &json)
+}
+
+/// The plan-state file kept beside `state_file`: its name with
+/// `.plan.json` appended (`state.json` -> `state.json.plan.json`).
+/// Appended rather than replacing the extension, so two state files never
+/// share a plan-state file; in the same directory, so the atomic rename
+/// stays on one filesystem and whatever volume holds the state file holds
+/// this one too.
+pub fn plan_state_path(state_file: &Path) -> PathBuf {
+    let mut name = state_file.as_os_str().to_owned();
+    name.push(".plan.json");
+    PathBuf::from(name)
+}
+
+/// Reads a plan state; `None` when the file does not exist yet.
+pub fn load_plan_state(path: &Path) -> Result<Option<PlanState>, StateError> {
+    let Some(text) = read(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| StateError::CorruptPlanState {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+}
+
+/// Writes a plan state atomically.
+pub fn save_plan_state(path: &Path, state: &PlanState) -> Result<(), StateError> {
+    // Serialising plain data with string map keys cannot fail.
+    let json = serde_json::to_vec_pretty(state).unwrap_or_default();
+    write_atomically(path, &json)
+}
+
+/// The file's text; `None` when it does not exist.
+fn read(path: &Path) -> Result<Option<String>, StateError> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StateError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Replaces `path` with `json` and a newline: a temporary file in the same
+/// directory, fsync, rename over `path`, fsync of the directory.
+fn write_atomically(path: &Path, json: &[u8]) -> Result<(), StateError> {
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),
         source,
     };
-    // Serialising plain data with string map keys cannot fail.
-    let json = serde_json::to_vec_pretty(snapshot).unwrap_or_default();
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -86,7 +150,7 @@ pub fn save(path: &Path, snapshot: &Snapshot) -> Result<(), StateError> {
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let result = (|| {
         let mut file = File::create(&tmp)?;
-        file.write_all(&json)?;
+        file.write_all(json)?;
         file.write_all(b"\n")?;
         file.sync_all()?;
         fs::rename(&tmp, path)?;
@@ -139,6 +203,64 @@ mod tests {
         );
         fs::write(&path, "[]").unwrap();
         assert!(matches!(load(&path), Err(StateError::Corrupt { .. })));
+    }
+
+    /// Two draining real servers and a claimed NodePort, as the plan
+    /// writes them.
+    fn a_plan_state() -> PlanState {
+        serde_json::from_str(
+            r#"{"draining": {"TCP/10.96.0.20:80": {"10.244.1.12:8080": 1000061000, "10.244.1.13:8080": 1000062000}},
+                "claimed": ["TCP/192.168.0.10:30080"]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_plan_state_file_sits_beside_the_state_file() {
+        assert_eq!(
+            plan_state_path(Path::new("/var/lib/ipvs-agent/state.json")),
+            Path::new("/var/lib/ipvs-agent/state.json.plan.json")
+        );
+        assert_eq!(plan_state_path(Path::new("state")), Path::new("state.plan.json"));
+    }
+
+    #[test]
+    fn plan_state_round_trip_and_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = plan_state_path(&dir.path().join("state.json"));
+        assert!(load_plan_state(&path).unwrap().is_none());
+        let state = a_plan_state();
+        assert_eq!(state.draining.len(), 2);
+        save_plan_state(&path, &state).unwrap();
+        save_plan_state(&path, &state).unwrap();
+        assert_eq!(load_plan_state(&path).unwrap(), Some(state));
+        save_plan_state(&path, &PlanState::default()).unwrap();
+        assert_eq!(load_plan_state(&path).unwrap(), Some(PlanState::default()));
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["state.json.plan.json"], "no temporary file is left behind");
+    }
+
+    #[test]
+    fn a_corrupt_plan_state_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = plan_state_path(&dir.path().join("state.json"));
+        fs::write(&path, "{\"draining\": {\"TCP/10.96.0.20:80\": {").unwrap();
+        let err = load_plan_state(&path).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "plan state file {}: not a valid svcnet plan state (",
+                path.display()
+            )),
+            "{err}"
+        );
+        fs::write(&path, "{\"claimed\": [\"not a virtual server\"]}").unwrap();
+        assert!(matches!(
+            load_plan_state(&path),
+            Err(StateError::CorruptPlanState { .. })
+        ));
     }
 
     #[test]

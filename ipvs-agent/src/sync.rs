@@ -19,7 +19,10 @@
 //! - While real servers drain, their virtual servers are re-read the same
 //!   way every `drain_check_period`, and the plan deletes those whose
 //!   connections reached 0 (or whose drain timed out). The [`PlanState`]
-//!   carrying drain start times lives across syncs.
+//!   carrying drain start times lives across syncs; a loop can start from
+//!   one saved by an earlier run ([`SyncLoop::restore_plan_state`]), and
+//!   each [`SyncReport`] says whether it changed, so the agent saves it only
+//!   then. Saving is the agent's: the loop does no file I/O.
 //! - A virtual server found gone from the kernel on such a re-read is
 //!   treated as absent (the plan adds it back) and a full sync follows, to
 //!   catch whatever else changed behind the agent's back.
@@ -85,6 +88,10 @@ pub struct SyncReport {
     pub read_error: Option<String>,
     /// How long it took.
     pub duration: Duration,
+    /// The plan state ([`SyncLoop::plan_state`]: drain start times,
+    /// claimed virtual servers) changed in this sync, so a saved copy is
+    /// out of date.
+    pub plan_state_changed: bool,
 }
 
 impl SyncReport {
@@ -158,6 +165,18 @@ impl<D: Dataplane> SyncLoop<D> {
     /// The plan state (what is draining, what is claimed).
     pub fn plan_state(&self) -> &PlanState {
         &self.state
+    }
+
+    /// Starts from a plan state saved by an earlier run (before the first
+    /// sync): real servers still draining keep their drain start time, so
+    /// `--drain-timeout` counts from when they began to drain, and claimed
+    /// virtual servers stay owned. Stale entries need no cleaning: the
+    /// first sync is full, and a full plan builds its state afresh from
+    /// the two tables, keeping a drain start only for a real server still
+    /// in the kernel and still unwanted, and a claim only for a virtual
+    /// server still wanted (one claimed but no longer wanted is deleted).
+    pub fn restore_plan_state(&mut self, state: PlanState) {
+        self.state = state;
     }
 
     /// The node the loop programs for.
@@ -293,6 +312,7 @@ impl<D: Dataplane> SyncLoop<D> {
         copy_ok &= next_failed.next().is_none();
         // A copy that disagrees with what the kernel accepted is re-read.
         self.observed = (copy_ok && failed.is_empty()).then_some(copy);
+        let plan_state_changed = plan.state != self.state;
         self.state = plan.state;
         self.pending = Changes::default();
         self.last_sync = Some(now);
@@ -317,6 +337,7 @@ impl<D: Dataplane> SyncLoop<D> {
             failed: failed.len(),
             read_error: None,
             duration,
+            plan_state_changed,
         };
         tracing::info!(
             full,
@@ -383,6 +404,7 @@ impl<D: Dataplane> SyncLoop<D> {
             failed: 0,
             read_error: Some(e.to_string()),
             duration: started.elapsed(),
+            plan_state_changed: false,
         }
     }
 

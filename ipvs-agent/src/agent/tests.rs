@@ -1,9 +1,9 @@
 use super::*;
 use crate::memory::MemoryDataplane;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use svcnet_core::controlplane::ClusterConfig;
-use svcnet_core::proxy::{Protocol, VirtualServerKey};
+use svcnet_core::proxy::{Operation, Protocol, VirtualServerKey};
 
 const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {type: NodePort, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n";
 
@@ -23,17 +23,25 @@ fn settings() -> AgentSettings {
 }
 
 fn start(dir: &Path) -> Result<Agent<MemoryDataplane>, ClusterError> {
+    start_at(dir, Some(dir.join("state.json")), T0)
+}
+
+/// An agent started at `now` as `run` starts it: the cluster from the
+/// state file and the manifests, the plan state saved beside it.
+fn start_at(dir: &Path, state_file: Option<PathBuf>, now: Time) -> Result<Agent<MemoryDataplane>, ClusterError> {
     let config = ClusterConfig {
         apiservers: vec!["192.168.0.10:6443".into()],
         ..ClusterConfig::default()
     };
-    let cluster = Cluster::open(config, Some(dir.join("state.json")), vec![dir.join("manifests")])?;
+    let cluster = Cluster::open(config, state_file, vec![dir.join("manifests")])?;
+    let plan_state = load_plan_state(&cluster);
     Agent::start(
         cluster,
+        plan_state,
         MemoryDataplane::default(),
         settings(),
         Arc::new(Metrics::default()),
-        T0,
+        now,
     )
 }
 
@@ -217,4 +225,132 @@ async fn a_restart_keeps_addresses_and_adopts_the_kernel() {
     );
     let report = again.step(at(100)).await.unwrap();
     assert_eq!((report.full, report.operations), (true, 0), "adopted as it is");
+}
+
+/// A Service on an external IP that is the node's own address: its
+/// virtual server is not on `kube-ipvs0` nor in the NodePort range, so only
+/// the plan state's `claimed` says it is the agent's.
+const EXT: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: ext}\nspec: {externalIPs: [192.168.0.10], selector: {app: web}, ports: [{port: 8443, targetPort: 8080}]}\n";
+
+#[tokio::test]
+async fn drain_timers_and_claimed_virtual_servers_survive_a_restart() {
+    let (dir, file) = setup();
+    let web_1 = pod("web-1", "10.244.1.11");
+    let web_2 = pod("web-2", "10.244.1.12");
+    fs::write(&file, format!("{WEB}---\n{EXT}---\n{web_1}---\n{web_2}")).unwrap();
+    let plan_file = dir.path().join("state.json.plan.json");
+    let mut agent = start(dir.path()).unwrap();
+    assert!(!plan_file.exists(), "nothing planned yet");
+    agent.step(T0).await.unwrap();
+    let web = web_vs(&agent);
+    let ext = VirtualServerKey::new(Protocol::Tcp, "192.168.0.10".parse().unwrap(), 8443);
+    let web_2_rs = "10.244.1.12:8080".parse().unwrap();
+    assert!(agent.sync_loop().dataplane().table.virtual_servers.contains_key(&ext));
+    assert!(agent.sync_loop().plan_state().claimed.contains(&ext));
+    assert_eq!(
+        state::load_plan_state(&plan_file).unwrap().as_ref(),
+        Some(agent.sync_loop().plan_state()),
+        "saved after the first sync"
+    );
+
+    // web-2 goes with a connection open on the ClusterIP: it drains from T.
+    agent
+        .sync_loop_mut()
+        .dataplane_mut()
+        .table
+        .set_counters(&web, web_2_rs, 1, 0);
+    replace(&file, &format!("{WEB}---\n{EXT}---\n{web_1}"));
+    let drain_start = at(1);
+    agent.step(drain_start).await.unwrap();
+    assert_eq!(
+        agent.sync_loop().plan_state().draining.since(&web, &web_2_rs),
+        Some(drain_start)
+    );
+    let saved = state::load_plan_state(&plan_file).unwrap().unwrap();
+    assert_eq!(&saved, agent.sync_loop().plan_state(), "saved when it changed");
+    let ext_cluster_ip = (agent.control_plane().service("default", "ext").unwrap().spec)
+        .cluster_ip
+        .parse()
+        .unwrap();
+
+    // Stopped; meanwhile ext is deleted. Started again 400 s into the
+    // drain (--drain-timeout 600 s) on the same kernel table.
+    agent.save();
+    let kernel = std::mem::take(&mut agent.sync_loop_mut().dataplane_mut().table);
+    drop(agent);
+    replace(&file, &format!("{WEB}---\n{web_1}"));
+    let mut again = start_at(dir.path(), Some(dir.path().join("state.json")), at(401)).unwrap();
+    again.sync_loop_mut().dataplane_mut().table = kernel;
+    assert_eq!(again.sync_loop().plan_state(), &saved);
+    let report = again.step(at(401)).await.unwrap();
+    let ext_cluster_ip = VirtualServerKey::new(Protocol::Tcp, ext_cluster_ip, 8443);
+    assert_eq!(
+        again.sync_loop().dataplane().log,
+        [
+            Operation::DeleteVirtualServer {
+                virtual_server: ext_cluster_ip
+            },
+            Operation::DeleteVirtualServer { virtual_server: ext },
+            Operation::UnbindAddress {
+                address: ext_cluster_ip.address
+            },
+        ],
+        "ext's virtual server on the node address was claimed, so it is the agent's to delete; web-2 still drains"
+    );
+    assert!(report.full && report.succeeded());
+    let kernel = &again.sync_loop().dataplane().table;
+    assert_eq!(kernel.virtual_servers[&web].real_servers[&web_2_rs].weight, 0);
+    let state_file = fs::read_to_string(dir.path().join("state.json")).unwrap();
+
+    // T + 601 s, the connection never closed: web-2 is deleted (counting
+    // from the restart it would stay until T + 1,000 s).
+    let report = again.step(drain_start.plus(Duration::from_secs(601))).await.unwrap();
+    assert_eq!(report.operations, 1);
+    let kernel = &again.sync_loop().dataplane().table;
+    assert!(!kernel.virtual_servers[&web].real_servers.contains_key(&web_2_rs));
+    let saved = state::load_plan_state(&plan_file).unwrap().unwrap();
+    assert!(saved.draining.is_empty());
+    assert!(!saved.claimed.contains(&ext));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("state.json")).unwrap(),
+        state_file,
+        "draining never rewrites the state file"
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_plan_state_file_is_ignored_and_replaced() {
+    let (dir, _) = setup();
+    let plan_file = dir.path().join("state.json.plan.json");
+    fs::write(&plan_file, "{\"draining\": ").unwrap();
+    let mut agent = start(dir.path()).unwrap();
+    assert_eq!(agent.sync_loop().plan_state(), &PlanState::default());
+    let report = agent.step(T0).await.unwrap();
+    assert!(report.succeeded());
+    assert_eq!(
+        state::load_plan_state(&plan_file).unwrap().as_ref(),
+        Some(agent.sync_loop().plan_state())
+    );
+}
+
+#[tokio::test]
+async fn without_a_state_file_nothing_is_saved() {
+    let (dir, file) = setup();
+    let mut agent = start_at(dir.path(), None, T0).unwrap();
+    agent.step(T0).await.unwrap();
+    let web = web_vs(&agent);
+    agent
+        .sync_loop_mut()
+        .dataplane_mut()
+        .table
+        .set_counters(&web, "10.244.1.12:8080".parse().unwrap(), 1, 0);
+    replace(&file, &format!("{WEB}---\n{}", pod("web-1", "10.244.1.11")));
+    let report = agent.step(at(1)).await.unwrap();
+    assert!(report.plan_state_changed);
+    agent.save();
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["manifests"]);
 }

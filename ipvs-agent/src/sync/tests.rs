@@ -1,7 +1,7 @@
 use super::*;
 use crate::memory::MemoryDataplane;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
-use svcnet_core::proxy::{Protocol, VirtualServer, VirtualServerKey, VirtualServerSettings};
+use svcnet_core::proxy::{PlanState, Protocol, VirtualServer, VirtualServerKey, VirtualServerSettings};
 
 const SVC: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 10.96.0.20, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n";
 
@@ -361,4 +361,95 @@ async fn refused_operations_are_retried_with_a_full_sync() {
     let report = sync.tick(at(1)).await.unwrap();
     assert!(report.full && report.succeeded());
     assert_eq!(&sync.dataplane().table, sync.desired());
+}
+
+/// A new loop over the kernel `sync` programmed, as a restarted agent
+/// makes it: the cluster without web-2, and `saved` restored if given.
+fn restarted(sync: &mut SyncLoop<MemoryDataplane>, saved: Option<PlanState>) -> SyncLoop<MemoryDataplane> {
+    let table = std::mem::take(&mut sync.dataplane_mut().table);
+    let mut cp = cluster();
+    cp.delete_pod("default", "web-2").unwrap();
+    let mut again = new_loop(
+        MemoryDataplane {
+            table,
+            ..MemoryDataplane::default()
+        },
+        &cp,
+    );
+    if let Some(saved) = saved {
+        again.restore_plan_state(saved);
+    }
+    again
+}
+
+#[tokio::test]
+async fn after_a_restart_the_drain_timeout_counts_from_the_saved_drain_start() {
+    let mut sync = web_2_removed_with_a_connection().await;
+    let report = sync.tick(at(1)).await.unwrap();
+    assert!(report.plan_state_changed, "web-2 began to drain");
+    let drain_start = at(1);
+    assert_eq!(
+        sync.plan_state().draining.since(&web(), &rs("10.244.1.12")),
+        Some(drain_start)
+    );
+    let saved = sync.plan_state().clone();
+
+    // Restarted 400 s into the drain (--drain-timeout 600 s), the
+    // connection still open: adopted as it is, the drain start kept.
+    let mut again = restarted(&mut sync, Some(saved.clone()));
+    let report = again.tick(at(401)).await.unwrap();
+    assert_eq!((report.full, report.operations), (true, 0));
+    assert!(!report.plan_state_changed, "nothing to save again");
+    assert_eq!(again.plan_state(), &saved);
+
+    // 601 s after the drain began, the connection never closed: deleted
+    // (counting from the restart it would stay until 1,001 s).
+    let report = again.tick(at(1 + 601)).await.unwrap();
+    assert_eq!(report.operations, 1);
+    assert!(
+        matches!(
+            again.dataplane().log.last(),
+            Some(Operation::DeleteRealServer { real_server, .. }) if *real_server == rs("10.244.1.12")
+        ),
+        "{:?}",
+        again.dataplane().log
+    );
+    assert!(report.plan_state_changed);
+    assert!(again.plan_state().draining.is_empty());
+    assert_eq!(&again.dataplane().table, again.desired());
+}
+
+#[tokio::test]
+async fn a_restored_plan_state_keeps_only_what_the_kernel_still_has() {
+    let mut sync = web_2_removed_with_a_connection().await;
+    sync.tick(at(1)).await.unwrap();
+    // Saved by some earlier run: web-2 draining since T0 (still in the
+    // kernel), a real server and a whole virtual server the kernel no
+    // longer has, web-1 (wanted, at full weight), and a claimed virtual
+    // server that is neither in the kernel nor wanted.
+    let saved: PlanState = serde_json::from_value(serde_json::json!({
+        "draining": {
+            "TCP/10.96.0.20:80": {
+                "10.244.1.11:8080": T0,
+                "10.244.1.12:8080": T0,
+                "10.244.1.99:8080": T0,
+            },
+            "TCP/10.96.0.99:80": {"10.244.1.12:8080": T0},
+        },
+        "claimed": ["TCP/192.168.0.10:8443"],
+    }))
+    .unwrap();
+    assert_eq!(saved.draining.len(), 4);
+
+    let mut again = restarted(&mut sync, Some(saved));
+    let report = again.tick(at(10)).await.unwrap();
+    assert_eq!((report.full, report.operations), (true, 0));
+    let draining: Vec<_> = again.plan_state().draining.iter().collect();
+    assert_eq!(
+        draining,
+        [(&web(), &rs("10.244.1.12"), T0)],
+        "only web-2 is still draining, since the saved time"
+    );
+    assert!(again.plan_state().claimed.is_empty());
+    assert!(report.plan_state_changed, "the pruned state is saved");
 }
