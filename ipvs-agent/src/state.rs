@@ -181,11 +181,19 @@ mod tests {
         save(&path, &cp.snapshot()).unwrap();
         let back = load(&path).unwrap().unwrap();
         assert_eq!(back, cp.snapshot());
-        let names: Vec<String> = fs::read_dir(dir.path())
+        assert_eq!(
+            file_names(dir.path()),
+            vec!["state.json"],
+            "no temporary file is left behind"
+        );
+    }
+
+    /// The names of the files in `dir`.
+    fn file_names(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, vec!["state.json"], "no temporary file is left behind");
+            .collect()
     }
 
     #[test]
@@ -236,11 +244,11 @@ mod tests {
         assert_eq!(load_plan_state(&path).unwrap(), Some(state));
         save_plan_state(&path, &PlanState::default()).unwrap();
         assert_eq!(load_plan_state(&path).unwrap(), Some(PlanState::default()));
-        let names: Vec<String> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, vec!["state.json.plan.json"], "no temporary file is left behind");
+        assert_eq!(
+            file_names(dir.path()),
+            vec!["state.json.plan.json"],
+            "no temporary file is left behind"
+        );
     }
 
     #[test]
