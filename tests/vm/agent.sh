@@ -168,6 +168,10 @@ drain() {
     took="$(awk -v a="$t0" -v b="$(vm_uptime)" 'BEGIN { printf "%.1f", b - a }')"
     vm_info "d: $pod at weight 0 ${took} s after the manifest changed"
     ipvsadm -Ln -t "$WEB_IP:80"
+    # The drain start is saved beside the state file, so a restarted agent
+    # keeps counting --drain-timeout from it.
+    vm_check d-drain-start-saved vm_wait_until 5 grep -q "\"$ip:8080\"" "$STATE.plan.json"
+    vm_info "d: $STATE.plan.json: $(cat "$STATE.plan.json" 2>/dev/null | tr -d ' \n')"
     vm_check d-connection-alive vm_conn_alive d1
     vm_expect_backends d-new-connections-elsewhere tcp client "$WEB_IP" 80 4 "$other"
     vm_check_eq d-still-draining "1" "$(vm_rs_conns "$vs" "$ip:8080" | cut -d' ' -f1)"
@@ -178,6 +182,7 @@ drain() {
     vm_check d-deleted-after-close vm_wait_until 40 eval "[[ -z \"\$(vm_rs_weight '$vs' $ip:8080)\" ]]"
     took="$(awk -v a="$t0" -v b="$(vm_uptime)" 'BEGIN { printf "%.1f", b - a }')"
     vm_info "d: $pod's real server deleted ${took} s after the connection was reset"
+    vm_check d-drain-start-cleared vm_wait_until 5 eval "! grep -q '\"$ip:8080\"' '$STATE.plan.json'"
     ipvsadm -Ln -t "$WEB_IP:80"
     restore_pods
     vm_check d-back-with-weight-1 vm_wait_until 10 eval "[[ \"\$(vm_rs_weight '$vs' $ip:8080)\" == 1 ]]"
