@@ -1,5 +1,7 @@
 //! `run`'s main loop, one step at a time: pick up manifest changes (at most
-//! once per `--min-sync-period`), renew the apiserver leases, feed what
+//! once per `--min-sync-period`; a poll stats the files and reads them only
+//! when their stamps changed, and reads them all every `--sync-period`),
+//! renew the apiserver leases, feed what
 //! changed to the [`SyncLoop`], save the state file after each accepted
 //! change that may have moved allocations (a Service or ServiceCIDR), and
 //! save the plan state (drain start times, claimed virtual servers) beside
@@ -46,6 +48,9 @@ pub struct Agent<D> {
     settings: AgentSettings,
     metrics: Arc<Metrics>,
     next_poll: Time,
+    /// When a poll next reads every file whatever their stamps say (every
+    /// sync period; other polls only stat them).
+    next_full_read: Time,
     /// The last manifest error logged, so a lasting one is logged once.
     last_error: Option<String>,
     /// Where the plan state is saved ([`state::plan_state_path`] of the
@@ -110,6 +115,7 @@ impl<D: Dataplane> Agent<D> {
         let mut sync = SyncLoop::new(dataplane, settings.proxy.clone(), node, settings.sync, metrics.clone());
         sync.restore_plan_state(plan_state);
         let next_poll = now.plus(poll_period(&settings.sync));
+        let next_full_read = now.plus(settings.sync.sync_period);
         let plan_state_file = cluster.state_file().map(state::plan_state_path);
         let mut agent = Agent {
             cluster,
@@ -117,6 +123,7 @@ impl<D: Dataplane> Agent<D> {
             settings,
             metrics,
             next_poll,
+            next_full_read,
             last_error: None,
             plan_state_file,
             plan_state_unsaved: false,
@@ -152,7 +159,11 @@ impl<D: Dataplane> Agent<D> {
     pub async fn step(&mut self, now: Time) -> Option<SyncReport> {
         if now >= self.next_poll {
             self.next_poll = now.plus(self.poll_period());
-            self.poll_manifests();
+            let read_all = now >= self.next_full_read;
+            if read_all {
+                self.next_full_read = now.plus(self.settings.sync.sync_period);
+            }
+            self.poll_manifests(read_all);
         }
         if self.cluster.heartbeat(now) {
             self.update_services([("default".to_string(), "kubernetes".to_string())]);
@@ -199,8 +210,15 @@ impl<D: Dataplane> Agent<D> {
         poll_period(&self.settings.sync)
     }
 
-    fn poll_manifests(&mut self) {
-        match self.cluster.refresh() {
+    /// Acts on manifest changes: files whose stamps changed are read, or
+    /// every file when `read_all` (see [`Cluster::refresh_if_touched`]).
+    fn poll_manifests(&mut self, read_all: bool) {
+        let refreshed = if read_all {
+            self.cluster.refresh()
+        } else {
+            self.cluster.refresh_if_touched(std::time::SystemTime::now())
+        };
+        match refreshed {
             Ok(None) => {}
             Ok(Some(refreshed)) => {
                 self.last_error = None;

@@ -3,10 +3,11 @@
 //! apiserver lease heartbeats, and saved back after each change. All the
 //! Kubernetes behaviour is the core's; this is the I/O around it.
 
-use crate::manifests::{ManifestError, Manifests, Sources};
+use crate::manifests::{ManifestError, Manifests, Sources, Stamps};
 use crate::state::{self, StateError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 use svcnet_core::api::manifest::Object;
 use svcnet_core::controlplane::{ApplyAction, ClusterConfig, ConfigError, ControlPlane, SetOutcome};
 use svcnet_core::time::Time;
@@ -45,6 +46,8 @@ pub struct Cluster {
     apiservers: Vec<SocketAddr>,
     /// Fingerprint of the manifests last acted on, accepted or not.
     seen: Option<u64>,
+    /// The files' stamps when they were last read, if settled.
+    stamps: Option<Stamps>,
     /// The manifests last accepted, decoded.
     accepted: Option<Manifests>,
 }
@@ -78,6 +81,7 @@ impl Cluster {
             state_file,
             apiservers,
             seen: None,
+            stamps: None,
             accepted: None,
         })
     }
@@ -100,13 +104,42 @@ impl Cluster {
     /// unchanged, and the same broken content is not reported again until
     /// it changes.
     pub fn refresh(&mut self) -> Result<Option<Refreshed>, ManifestError> {
+        let stamps = self.take_stamps(SystemTime::now())?;
+        self.refresh_from(stamps)
+    }
+
+    /// [`Cluster::refresh`] when the files' [`Stamps`] changed since they
+    /// were last read (or were not settled then), else `Ok(None)` without
+    /// reading them: a poll that costs a `stat` per file. `now` is the wall
+    /// clock's time. The agent also calls [`Cluster::refresh`] every sync
+    /// period, whatever the stamps say.
+    pub fn refresh_if_touched(&mut self, now: SystemTime) -> Result<Option<Refreshed>, ManifestError> {
+        let stamps = self.take_stamps(now)?;
+        if self.stamps.as_ref() == Some(&stamps) {
+            return Ok(None);
+        }
+        self.refresh_from(stamps)
+    }
+
+    fn take_stamps(&mut self, now: SystemTime) -> Result<Stamps, ManifestError> {
+        Stamps::take(&self.manifests, now).inspect_err(|_| {
+            self.seen = None;
+            self.stamps = None;
+        })
+    }
+
+    /// Reads the files (`stamps` were taken just before, so a change made
+    /// while reading is seen by the next poll) and acts on what changed.
+    fn refresh_from(&mut self, stamps: Stamps) -> Result<Option<Refreshed>, ManifestError> {
         let sources = match Sources::read(&self.manifests) {
             Ok(s) => s,
             Err(e) => {
                 self.seen = None;
+                self.stamps = None;
                 return Err(e);
             }
         };
+        self.stamps = Some(stamps).filter(Stamps::settled);
         let fingerprint = sources.fingerprint();
         if self.seen == Some(fingerprint) {
             return Ok(None);
@@ -257,6 +290,52 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a valid svcnet state file"), "{err}");
+    }
+
+    #[test]
+    fn a_poll_reads_the_files_only_when_their_stamps_changed() {
+        // A ConfigMap volume: visible links into `..data`, swapped by rename.
+        let dir = tempfile::tempdir().unwrap();
+        let version = |name: &str, text: &str| {
+            fs::create_dir(dir.path().join(name)).unwrap();
+            fs::write(dir.path().join(name).join("svc.yaml"), text).unwrap();
+            std::os::unix::fs::symlink(name, dir.path().join("..data_tmp")).unwrap();
+            fs::rename(dir.path().join("..data_tmp"), dir.path().join("..data")).unwrap();
+        };
+        version("..v1", &format!("{WEB}---\n{POD}"));
+        std::os::unix::fs::symlink("..data/svc.yaml", dir.path().join("svc.yaml")).unwrap();
+        let mut cluster = Cluster::open(config(), None, vec![dir.path().to_path_buf()]).unwrap();
+        use std::time::Duration;
+        // Polls a minute on: the files' changes have settled (see Stamps).
+        let later = || SystemTime::now() + Duration::from_secs(60);
+        assert!(
+            cluster.refresh_if_touched(later()).unwrap().is_some(),
+            "the first poll reads"
+        );
+        assert!(
+            cluster.refresh_if_touched(later()).unwrap().is_none(),
+            "nothing touched"
+        );
+        assert!(cluster.refresh().unwrap().is_none(), "a full read finds the same text");
+
+        // The same size, other text: only the inode behind the link differs.
+        let renamed = format!("{WEB}---\n{POD}").replace("web-1", "web-9");
+        assert_eq!(renamed.len(), format!("{WEB}---\n{POD}").len());
+        version("..v2", &renamed);
+        let refreshed = cluster.refresh_if_touched(later()).unwrap().expect("the swap is seen");
+        assert_eq!(refreshed.outcome.deleted.len(), 1, "web-1 went");
+        assert!(cluster.refresh_if_touched(later()).unwrap().is_none());
+
+        // An edit in place changes the change time; a file going is seen too.
+        let file = dir.path().join("..v2/svc.yaml");
+        fs::write(&file, WEB).unwrap();
+        assert!(
+            cluster.refresh_if_touched(later()).unwrap().is_some(),
+            "an edit in place is seen"
+        );
+        fs::remove_file(dir.path().join("svc.yaml")).unwrap();
+        let refreshed = cluster.refresh_if_touched(later()).unwrap().expect("the file went");
+        assert_eq!(refreshed.outcome.deleted.len(), 1, "web went with its file");
     }
 
     #[test]

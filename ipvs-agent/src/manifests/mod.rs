@@ -3,7 +3,8 @@
 //! objects that remember their file and document, so any error can name
 //! both. Decoding itself is the core's ([`parse_documents`]); a file whose
 //! text did not change since the last read is not decoded again
-//! ([`decoded`]).
+//! ([`decoded`]), and files whose [`Stamps`] did not change need not be
+//! read at all.
 //!
 //! A directory contributes its `*.yaml`, `*.yml` and `*.json` entries in
 //! name order, not recursively, skipping hidden entries (names starting
@@ -19,6 +20,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use svcnet_core::api::manifest::parse_documents;
 use svcnet_core::controlplane::ApiError;
 use svcnet_core::field::FieldError;
@@ -140,6 +142,83 @@ impl Hash for Source {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.path.hash(state);
         self.text.hash(state);
+    }
+}
+
+/// What `stat` says of the manifest files, without reading them: each
+/// file's path, size, device and inode, and its modification and change
+/// times. A poll compares these first and reads the files only when they
+/// differ ([`crate::cluster::Cluster::refresh_if_touched`]). A ConfigMap
+/// volume's swap changes the inodes the links lead to; any write changes
+/// the change time, which no one can set back.
+///
+/// The kernel stamps files from a coarse clock (a tick of a few
+/// milliseconds), so a same-size rewrite in the same tick as a change the
+/// stamps saw would leave them equal. Stamps taken less than
+/// [`Stamps::SETTLE`] after a file's last change are therefore not
+/// [`settled`](Stamps::settled) and must not be relied on (git calls such
+/// index entries "racily clean"); the agent also reads every file every
+/// sync period, whatever the stamps say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamps {
+    files: Vec<Stamp>,
+    settled: bool,
+}
+
+/// One file's [`Stamps`] entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    path: PathBuf,
+    len: u64,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamps {
+    /// How long after a file's last change its stamp can be relied on.
+    pub const SETTLE: Duration = Duration::from_secs(1);
+
+    /// Stats every file the `--manifests` paths stand for (following
+    /// links), in the order they are read, at wall-clock time `now`.
+    pub fn take(paths: &[PathBuf], now: SystemTime) -> Result<Stamps, ManifestError> {
+        use std::os::unix::fs::MetadataExt;
+        let settle_before = now
+            .checked_sub(Stamps::SETTLE)
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .unwrap_or(Duration::ZERO);
+        let mut files = Vec::new();
+        let mut settled = true;
+        for path in paths {
+            for file in expand(path)? {
+                let meta = std::fs::metadata(&file).map_err(|e| ManifestError::Read {
+                    path: file.clone(),
+                    message: e.to_string(),
+                })?;
+                let ctime = (meta.ctime(), meta.ctime_nsec());
+                let changed = u64::try_from(ctime.0)
+                    .map(|secs| Duration::new(secs, u32::try_from(ctime.1).unwrap_or(0)))
+                    .unwrap_or(Duration::ZERO);
+                settled &= changed < settle_before;
+                files.push(Stamp {
+                    path: file,
+                    len: meta.len(),
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                    mtime: (meta.mtime(), meta.mtime_nsec()),
+                    ctime,
+                });
+            }
+        }
+        Ok(Stamps { files, settled })
+    }
+
+    /// Whether every file's last change was at least [`Stamps::SETTLE`]
+    /// before the stamps were taken, so that equal stamps taken later mean
+    /// untouched files.
+    pub fn settled(&self) -> bool {
+        self.settled
     }
 }
 

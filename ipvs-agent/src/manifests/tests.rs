@@ -188,3 +188,38 @@ fn unchanged_files_are_not_decoded_again_and_only_changes_are_given() {
     assert!(fourth.changes_since(&third).is_none());
     assert_eq!(fourth.batch().objects.len(), 4);
 }
+
+#[test]
+fn stamps_settle_a_second_after_the_last_change_and_follow_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("svc.yaml");
+    fs::write(&file, "a: 1\n").unwrap();
+    // Written an hour ago, as far as its modification time goes, so the
+    // same-size rewrite below cannot fall in the same clock tick.
+    let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+    let paths = vec![dir.path().to_path_buf()];
+    let now = SystemTime::now();
+    let later = now + Duration::from_secs(60);
+
+    let fresh = Stamps::take(&paths, now).unwrap();
+    assert!(!fresh.settled(), "a file changed this very second is not settled yet");
+    let settled = Stamps::take(&paths, later).unwrap();
+    assert!(settled.settled());
+    assert_eq!(Stamps::take(&paths, later).unwrap(), settled, "untouched");
+
+    fs::write(&file, "a: 2\n").unwrap();
+    assert_ne!(
+        Stamps::take(&paths, later).unwrap(),
+        settled,
+        "same size, new text: a new mtime"
+    );
+    let rewritten = Stamps::take(&paths, later).unwrap();
+    fs::write(dir.path().join("more.yaml"), "b: 1\n").unwrap();
+    assert_ne!(Stamps::take(&paths, later).unwrap(), rewritten, "a file more");
+}
