@@ -19,6 +19,7 @@ pub use decoded::{Batch, ManifestFile, Manifests};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use svcnet_core::api::manifest::parse_documents;
@@ -123,19 +124,59 @@ impl Sources {
     }
 
     /// Decodes every document of every file, in order. Files with the same
-    /// path and text as in `previous` are taken from it, not decoded again.
+    /// path and text as in `previous` are taken from it, not decoded again;
+    /// the others are decoded on every core ([`decode_files`]). An error
+    /// is the first failing file's, in file order.
     pub fn decode(&self, previous: Option<&Manifests>) -> Result<Manifests, ManifestError> {
-        let mut files = Vec::with_capacity(self.files.len());
-        for source in &self.files {
-            let reused = previous.and_then(|p| p.file(&source.path, &source.text));
-            let file = match reused {
-                Some(file) => file,
-                None => Arc::new(ManifestFile::decode(source)?),
-            };
-            files.push(file);
+        let mut files: Vec<Option<Arc<ManifestFile>>> = (self.files.iter())
+            .map(|source| previous.and_then(|p| p.file(&source.path, &source.text)))
+            .collect();
+        let todo: Vec<usize> = (0..files.len()).filter(|&i| files[i].is_none()).collect();
+        let sources: Vec<&Source> = todo.iter().map(|&i| &self.files[i]).collect();
+        for (i, decoded) in todo.into_iter().zip(decode_files(&sources)) {
+            files[i] = Some(Arc::new(decoded?));
         }
-        Ok(Manifests::new(files))
+        Ok(Manifests::new(files.into_iter().flatten().collect()))
     }
+}
+
+/// Decodes files on as many threads as there are cores (files decode
+/// independently, and YAML decoding is most of a cold start), largest
+/// first so one big file does not finish last; the results are in the
+/// order of `sources`.
+fn decode_files(sources: &[&Source]) -> Vec<Result<ManifestFile, ManifestError>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(sources.len());
+    if threads <= 1 {
+        return sources.iter().map(|source| ManifestFile::decode(source)).collect();
+    }
+    let mut largest_first: Vec<usize> = (0..sources.len()).collect();
+    largest_first.sort_by_key(|&i| std::cmp::Reverse(sources[i].text.len()));
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<ManifestFile, ManifestError>>> = (0..sources.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    while let Some(&i) = largest_first.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        done.push((i, ManifestFile::decode(sources[i])));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for worker in workers {
+            // A decoder that panicked broke an invariant: let it go on up.
+            let done = worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            for (i, decoded) in done {
+                results[i] = Some(decoded);
+            }
+        }
+    });
+    // Every index was taken by exactly one worker.
+    results.into_iter().flatten().collect()
 }
 
 impl Hash for Source {

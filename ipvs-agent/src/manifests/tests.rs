@@ -223,3 +223,27 @@ fn stamps_settle_a_second_after_the_last_change_and_follow_every_change() {
     fs::write(dir.path().join("more.yaml"), "b: 1\n").unwrap();
     assert_ne!(Stamps::take(&paths, later).unwrap(), rewritten, "a file more");
 }
+
+#[test]
+fn files_decoded_on_every_core_keep_file_order_and_the_first_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = |name: &str| {
+        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\nspec: {{ports: [{{port: 80}}]}}\n")
+    };
+    // Sizes that differ, so the largest-first order differs from the file order.
+    for i in 0..12 {
+        let docs: Vec<String> = (0..=i % 4).map(|d| service(&format!("s{i:02}-{d}"))).collect();
+        fs::write(dir.path().join(format!("f{i:02}.yaml")), docs.join("---\n")).unwrap();
+    }
+    let paths = vec![dir.path().to_path_buf()];
+    let names: Vec<String> = load(&paths).unwrap().objects().map(|o| o.name().to_owned()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "objects in file and document order");
+    assert_eq!(names.len(), 30);
+
+    fs::write(dir.path().join("f03.yaml"), "kind: [\n").unwrap();
+    fs::write(dir.path().join("f09.yaml"), "kind: [\n").unwrap();
+    let err = load(&paths).unwrap_err().to_string();
+    assert!(err.contains("f03.yaml: document 1"), "the first failing file: {err}");
+}
