@@ -22,7 +22,7 @@ BENCH_RESULTS := benchmarks
 
 step = @printf '\n==> make %s\n' '$@'
 
-.PHONY: help deps fmt fmt-check clippy netlink-dedup unit test-release wasm-check wasm-env tour \
+.PHONY: help deps fmt fmt-check clippy doc-check netlink-dedup unit test-release wasm-check wasm-env tour \
 	wasm vectors wasm-vectors bench test demo
 
 help: ## List the targets
@@ -46,6 +46,10 @@ fmt-check: ## Check formatting (cargo fmt --all -- --check)
 clippy: ## Lint, warnings are errors (cargo clippy --workspace --all-targets -- -D warnings)
 	$(step)
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+doc-check: ## Build the API docs, warnings (such as broken links) are errors
+	$(step)
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace
 
 # `cargo tree -d` must list no netlink crate: one netlink-packet-core,
 # -generic, -route, -sys, -proto and rtnetlink across the workspace.
@@ -98,7 +102,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy netlink-dedup unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy netlink-dedup unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated

@@ -3,7 +3,7 @@
 //! and against an in-memory table in tests.
 //!
 //! - The first sync reads the kernel and adopts what is there: a full
-//!   [`plan`] from the observed table, no flush; a table that already
+//!   [`plan()`] from the observed table, no flush; a table that already
 //!   matches gets no operations.
 //! - Desired-state changes (a Service or its EndpointSlices) update a
 //!   [`DesiredIndex`] and are synced with [`plan_changes`], looking only at

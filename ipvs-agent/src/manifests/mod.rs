@@ -3,7 +3,7 @@
 //! objects that remember their file and document, so any error can name
 //! both. Decoding itself is the core's ([`parse_documents`]); a file whose
 //! text did not change since the last read is not decoded again
-//! ([`decoded`]), and files whose [`Stamps`] did not change need not be
+//! (`decoded`), and files whose [`Stamps`] did not change need not be
 //! read at all.
 //!
 //! A directory contributes its `*.yaml`, `*.yml` and `*.json` entries in
@@ -125,7 +125,7 @@ impl Sources {
 
     /// Decodes every document of every file, in order. Files with the same
     /// path and text as in `previous` are taken from it, not decoded again;
-    /// the others are decoded on every core ([`decode_files`]). An error
+    /// the others are decoded on every core (`decode_files`). An error
     /// is the first failing file's, in file order.
     pub fn decode(&self, previous: Option<&Manifests>) -> Result<Manifests, ManifestError> {
         let mut files: Vec<Option<Arc<ManifestFile>>> = (self.files.iter())
