@@ -13,7 +13,10 @@
 # 4. benchmarks/agent.json and benchmarks/agent.md are written from them,
 #    with the host's CPU, load and the QEMU acceleration used.
 #
-# Environment: VM_MEM (2048), VM_TIMEOUT (1800) and the rest of run.sh's.
+# Environment: VM_SMP (2: a node with two cores, like the project's
+# machines; ipvsadm -R and the kernel's netlink work use one, the agent
+# decodes manifests on all), VM_MEM (2048), VM_TIMEOUT (1800) and the rest
+# of run.sh's.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,7 +49,7 @@ fi
 
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 status=0
-VM_MEM="${VM_MEM:-2048}" VM_TIMEOUT="${VM_TIMEOUT:-1800}" \
+VM_SMP="${VM_SMP:-2}" VM_MEM="${VM_MEM:-2048}" VM_TIMEOUT="${VM_TIMEOUT:-1800}" \
     VM_APPEND="${VM_APPEND:+$VM_APPEND }BENCH_ROUNDS=$rounds BENCH_CHANGES=$changes" \
     "$here/run.sh" "$here/bench.sh" "$work/ipvs-agent" "$work/bench:/bench" || status=$?
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
