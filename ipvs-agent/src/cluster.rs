@@ -215,6 +215,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
     use std::fs;
+    use std::time::Duration;
 
     const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {type: NodePort, selector: {app: web}, ports: [{port: 80}]}\n";
     const DB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {ports: [{port: 5432}]}\n";
@@ -305,7 +306,6 @@ mod tests {
         version("..v1", &format!("{WEB}---\n{POD}"));
         std::os::unix::fs::symlink("..data/svc.yaml", dir.path().join("svc.yaml")).unwrap();
         let mut cluster = Cluster::open(config(), None, vec![dir.path().to_path_buf()]).unwrap();
-        use std::time::Duration;
         // Polls a minute on: the files' changes have settled (see Stamps).
         let later = || SystemTime::now() + Duration::from_secs(60);
         assert!(
