@@ -103,14 +103,9 @@ impl Sources {
     /// Reads every `--manifests` path (files and directories).
     pub fn read(paths: &[PathBuf]) -> Result<Sources, ManifestError> {
         let mut files = Vec::new();
-        for path in paths {
-            for file in expand(path)? {
-                let text = std::fs::read_to_string(&file).map_err(|e| ManifestError::Read {
-                    path: file.clone(),
-                    message: e.to_string(),
-                })?;
-                files.push(Source { path: file, text });
-            }
+        for file in manifest_files(paths)? {
+            let text = std::fs::read_to_string(&file).map_err(|e| read_error(&file, e))?;
+            files.push(Source { path: file, text });
         }
         Ok(Sources { files })
     }
@@ -231,26 +226,21 @@ impl Stamps {
             .unwrap_or(Duration::ZERO);
         let mut files = Vec::new();
         let mut settled = true;
-        for path in paths {
-            for file in expand(path)? {
-                let meta = std::fs::metadata(&file).map_err(|e| ManifestError::Read {
-                    path: file.clone(),
-                    message: e.to_string(),
-                })?;
-                let ctime = (meta.ctime(), meta.ctime_nsec());
-                let changed = u64::try_from(ctime.0)
-                    .map(|secs| Duration::new(secs, u32::try_from(ctime.1).unwrap_or(0)))
-                    .unwrap_or(Duration::ZERO);
-                settled &= changed < settle_before;
-                files.push(Stamp {
-                    path: file,
-                    len: meta.len(),
-                    dev: meta.dev(),
-                    ino: meta.ino(),
-                    mtime: (meta.mtime(), meta.mtime_nsec()),
-                    ctime,
-                });
-            }
+        for file in manifest_files(paths)? {
+            let meta = std::fs::metadata(&file).map_err(|e| read_error(&file, e))?;
+            let ctime = (meta.ctime(), meta.ctime_nsec());
+            let changed = u64::try_from(ctime.0)
+                .map(|secs| Duration::new(secs, u32::try_from(ctime.1).unwrap_or(0)))
+                .unwrap_or(Duration::ZERO);
+            settled &= changed < settle_before;
+            files.push(Stamp {
+                path: file,
+                len: meta.len(),
+                dev: meta.dev(),
+                ino: meta.ino(),
+                mtime: (meta.mtime(), meta.mtime_nsec()),
+                ctime,
+            });
         }
         Ok(Stamps { files, settled })
     }
@@ -263,12 +253,26 @@ impl Stamps {
     }
 }
 
-/// The manifest files a path stands for.
-fn expand(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
-    let read_error = |e: std::io::Error| ManifestError::Read {
+/// The manifest files the `--manifests` paths stand for, in order.
+fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
+    let mut files = Vec::new();
+    for path in paths {
+        files.extend(expand(path)?);
+    }
+    Ok(files)
+}
+
+/// A file or directory that could not be read or stat'ed, by name.
+fn read_error(path: &Path, e: std::io::Error) -> ManifestError {
+    ManifestError::Read {
         path: path.to_path_buf(),
         message: e.to_string(),
-    };
+    }
+}
+
+/// The manifest files a path stands for.
+fn expand(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let read_error = |e: std::io::Error| read_error(path, e);
     let meta = std::fs::metadata(path).map_err(read_error)?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
