@@ -128,10 +128,11 @@ impl Cluster {
         })
     }
 
-    /// Reads the files (`stamps` were taken just before, so a change made
-    /// while reading is seen by the next poll) and acts on what changed.
+    /// Reads the files `stamps` were taken of (just before, so a change
+    /// made while reading is seen by the next poll) and acts on what
+    /// changed.
     fn refresh_from(&mut self, stamps: Stamps) -> Result<Option<Refreshed>, ManifestError> {
-        let sources = match Sources::read(&self.manifests) {
+        let sources = match Sources::read_stamped(&stamps) {
             Ok(s) => s,
             Err(e) => {
                 self.seen = None;

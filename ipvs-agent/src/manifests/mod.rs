@@ -102,12 +102,26 @@ pub struct Sources {
 impl Sources {
     /// Reads every `--manifests` path (files and directories).
     pub fn read(paths: &[PathBuf]) -> Result<Sources, ManifestError> {
-        let mut files = Vec::new();
-        for file in manifest_files(paths)? {
-            let text = std::fs::read_to_string(&file).map_err(|e| read_error(&file, e))?;
-            files.push(Source { path: file, text });
+        Sources::read_files(&manifest_files(paths)?)
+    }
+
+    /// Reads the files [`Stamps`] were taken of, without listing the
+    /// directories again: what is read is what was stamped.
+    pub fn read_stamped(stamps: &Stamps) -> Result<Sources, ManifestError> {
+        let files: Vec<PathBuf> = stamps.files.iter().map(|stamp| stamp.path.clone()).collect();
+        Sources::read_files(&files)
+    }
+
+    fn read_files(files: &[PathBuf]) -> Result<Sources, ManifestError> {
+        let mut sources = Vec::with_capacity(files.len());
+        for file in files {
+            let text = std::fs::read_to_string(file).map_err(|e| read_error(file, e))?;
+            sources.push(Source {
+                path: file.clone(),
+                text,
+            });
         }
-        Ok(Sources { files })
+        Ok(Sources { files: sources })
     }
 
     /// A fingerprint of the file names and contents: equal fingerprints,
