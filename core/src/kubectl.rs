@@ -21,10 +21,23 @@ const MAX_LISTED: usize = 3;
 /// `kubectl get svc` for these Services, one row each, columns padded to
 /// the widest cell plus three spaces as kubectl does.
 pub fn services_table(services: &[&Service], all_namespaces: bool) -> String {
+    services_rows(services, all_namespaces, false)
+}
+
+/// `kubectl get svc -o wide`: the columns of [`services_table`] and the
+/// SELECTOR (`key=value` pairs sorted by key, `<none>` without one).
+pub fn services_table_wide(services: &[&Service], all_namespaces: bool) -> String {
+    services_rows(services, all_namespaces, true)
+}
+
+fn services_rows(services: &[&Service], all_namespaces: bool, wide: bool) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut header = vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)"];
     if all_namespaces {
         header.insert(0, "NAMESPACE");
+    }
+    if wide {
+        header.push("SELECTOR");
     }
     rows.push(header.iter().map(|s| s.to_string()).collect());
     for svc in services {
@@ -38,9 +51,25 @@ pub fn services_table(services: &[&Service], all_namespaces: bool) -> String {
         if all_namespaces {
             row.insert(0, svc.metadata.namespace_or_default().to_string());
         }
+        if wide {
+            row.push(selector(svc));
+        }
         rows.push(row);
     }
     render(&rows)
+}
+
+/// kubectl's selector cell: `k=v` pairs joined by commas, `<none>` when
+/// there is no selector.
+fn selector(svc: &Service) -> String {
+    match &svc.spec.selector {
+        Some(sel) if !sel.is_empty() => sel
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "<none>".into(),
+    }
 }
 
 /// `kubectl get endpoints` for these Endpoints objects.

@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# The real Kubernetes, as a reference to check svcnet against.
+#
+#   scripts/k8s.sh build   build kube-apiserver, kube-controller-manager,
+#                          kube-proxy, kubectl (v1.37.2) and etcd (v3.6) from
+#                          the Go module proxy, cached by version
+#   scripts/k8s.sh bin     print the folder holding those binaries
+#   scripts/k8s.sh up      start etcd, kube-apiserver and
+#                          kube-controller-manager on 127.0.0.1; the last
+#                          line printed is KUBECONFIG=<absolute path>
+#   scripts/k8s.sh env     print the KUBECONFIG= line of the running one
+#   scripts/k8s.sh down    stop what `up` started and remove its data
+#
+# Environment:
+#   SVCNET_K8S_SERVICE_CIDR     --service-cluster-ip-range (default
+#                               10.96.0.0/12; two CIDRs comma-separated for
+#                               dual-stack; "none" leaves the flag out, so
+#                               kube-apiserver falls back to 10.0.0.0/24)
+#   SVCNET_K8S_NODE_PORT_RANGE  --service-node-port-range (default 30000-32767)
+#   SVCNET_K8S_ADVERTISE_ADDRESS  the apiserver address the `kubernetes`
+#                               Service's endpoints name (default 10.0.2.2:
+#                               what a QEMU guest reaches the host's
+#                               loopback at, so the Service works in the VM)
+#   SVCNET_K8S_CACHE            where binaries are cached (default
+#                               ~/.cache/svcnet/k8s)
+#
+# Everything comes from the Go module proxy, built with the machine's Go;
+# the Go build cache stays at its default place, so a second build is
+# incremental. Logs of `up` go to target/k8s/*.log.
+set -euo pipefail
+
+K8S_VERSION=v1.37.2
+# The staging modules (k8s.io/api, ...) carry the same minor, as v0.MINOR.PATCH.
+STAGING_VERSION=v0.${K8S_VERSION#v1.}
+# The newest etcd 3.6 release the module proxy serves that builds here.
+ETCD_VERSION=v3.6.16
+K8S_COMMANDS=(kube-apiserver kube-controller-manager kube-proxy kubectl)
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${SVCNET_K8S_CACHE:-$HOME/.cache/svcnet/k8s}/$K8S_VERSION"
+BIN="$CACHE/bin"
+RUN="$ROOT/target/k8s"
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'k8s.sh: %s\n' "$*" >&2; exit 1; }
+
+# --- build -------------------------------------------------------------------
+
+built() {
+    local c
+    for c in "${K8S_COMMANDS[@]}" etcd; do
+        [[ -x $BIN/$c ]] || return 1
+    done
+    "$BIN/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $K8S_VERSION"
+}
+
+cmd_build() {
+    if built; then
+        say "k8s.sh: Kubernetes $K8S_VERSION and etcd $ETCD_VERSION already built in $BIN"
+        return
+    fi
+    command -v go >/dev/null || die "go is not on PATH: building Kubernetes needs Go 1.26 or later"
+    local started=$SECONDS step=0 steps=5
+    progress() { step=$((step + 1)); say "k8s.sh: [$step/$steps] $* ($((SECONDS - started)) s so far)"; }
+    mkdir -p "$CACHE/kubernetes" "$CACHE/etcd" "$BIN.new"
+    export GOFLAGS="${GOFLAGS:-} -mod=mod" CGO_ENABLED=0
+
+    progress "reading k8s.io/kubernetes@$K8S_VERSION's go.mod from the module proxy"
+    local gomod
+    gomod="$(cd "$CACHE/kubernetes" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" |
+        sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+    [[ -f $gomod ]] || die "could not download k8s.io/kubernetes@$K8S_VERSION's go.mod"
+
+    progress "a build module in $CACHE/kubernetes: every k8s.io staging module at $STAGING_VERSION"
+    # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces
+    # them with ./staging/src/...; a module of our own replaces them with
+    # their published releases instead.
+    local staging
+    staging="$(sed -n 's|^[[:space:]]*\(k8s\.io/[^[:space:]]*\) => \./staging/.*|\1|p' "$gomod")"
+    [[ -n $staging ]] || die "found no staging modules in $gomod"
+    (
+        cd "$CACHE/kubernetes"
+        printf 'module svcnet-k8s-build\n\ngo 1.26.0\n\ngodebug default=go1.26\n' >go.mod
+        local m args=()
+        for m in $staging; do args+=(-replace "$m=$m@$STAGING_VERSION"); done
+        go mod edit "${args[@]}"
+        local tools=()
+        for m in "${K8S_COMMANDS[@]}"; do tools+=("k8s.io/kubernetes/cmd/$m@$K8S_VERSION"); done
+        go get -tool "${tools[@]}"
+    )
+
+    progress "compiling ${K8S_COMMANDS[*]} (the longest step: about 10 minutes on 2 cores with an empty Go cache)"
+    local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
+    ldflags+=" -X k8s.io/component-base/version.gitMajor=1"
+    local minor="${K8S_VERSION#v1.}"
+    ldflags+=" -X k8s.io/component-base/version.gitMinor=${minor%%.*}"
+    ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+    local pkgs=()
+    for m in "${K8S_COMMANDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$m"); done
+    (cd "$CACHE/kubernetes" && go build -trimpath -tags selinux,notest -ldflags "$ldflags" -o "$BIN.new/" "${pkgs[@]}")
+
+    progress "etcd $ETCD_VERSION in its own module ($CACHE/etcd)"
+    (
+        cd "$CACHE/etcd"
+        printf 'module svcnet-etcd-build\n\ngo 1.26.0\n' >go.mod
+        go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+        go build -trimpath -ldflags "-s -w" -o "$BIN.new/etcd" go.etcd.io/etcd/server/v3
+    )
+
+    progress "checking the versions"
+    local c
+    for c in "${K8S_COMMANDS[@]}"; do
+        case $c in
+            kubectl) "$BIN.new/kubectl" version --client | grep -q "Client Version: $K8S_VERSION" ;;
+            *) "$BIN.new/$c" --version | grep -qx "Kubernetes $K8S_VERSION" ;;
+        esac || die "$c does not report $K8S_VERSION"
+    done
+    "$BIN.new/etcd" --version | grep -q "etcd Version: ${ETCD_VERSION#v}" || die "etcd does not report $ETCD_VERSION"
+    rm -rf "$BIN"
+    mv "$BIN.new" "$BIN"
+    say "k8s.sh: built Kubernetes $K8S_VERSION and etcd $ETCD_VERSION in $BIN in $((SECONDS - started)) s"
+}
+
+# --- up / down / env -----------------------------------------------------------
+
+# A TCP port nothing listens on, on 127.0.0.1 (the kernel picks it).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+running() {
+    local pid
+    for pid in "$RUN"/*.pid; do
+        [[ -f $pid ]] && kill -0 "$(cat "$pid")" 2>/dev/null && return 0
+    done
+    return 1
+}
+
+# Starts one component in the background, logging to target/k8s/<name>.log.
+start() {
+    local name="$1"
+    shift
+    setsid "$@" >"$RUN/$name.log" 2>&1 </dev/null &
+    echo $! >"$RUN/$name.pid"
+}
+
+# Fails `up`, showing the end of the log of whatever died.
+failed() {
+    local name="$1" why="$2"
+    printf 'k8s.sh: %s: %s; the end of %s:\n' "$name" "$why" "$RUN/$name.log" >&2
+    tail -n 25 "$RUN/$name.log" >&2 || true
+    stop_all
+    exit 1
+}
+
+alive() { kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+
+# Certificates: a CA, the apiserver's serving certificate, client
+# certificates for an admin (system:masters) and the controller manager,
+# and the service-account signing key.
+make_certs() {
+    local pki="$RUN/pki" first_ip="$1"
+    mkdir -p "$pki"
+    (
+        cd "$pki"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=svcnet-test-ca" \
+            -keyout ca.key -out ca.crt 2>/dev/null
+        issue() {
+            local name="$1" subj="$2" ext="$3"
+            openssl req -newkey rsa:2048 -nodes -subj "$subj" -keyout "$name.key" -out "$name.csr" 2>/dev/null
+            printf '%s\n' "$ext" >"$name.ext"
+            openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 \
+                -extfile "$name.ext" -out "$name.crt" 2>/dev/null
+        }
+        issue apiserver "/CN=kube-apiserver" "subjectAltName=IP:127.0.0.1,IP:10.0.2.2,IP:$first_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+extendedKeyUsage=serverAuth"
+        issue admin "/O=system:masters/CN=svcnet-admin" "extendedKeyUsage=clientAuth"
+        # The controllers run under the admin group: there is no token
+        # controller to give each its own service account.
+        issue controller-manager "/O=system:masters/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
+        openssl genrsa -out sa.key 2048 2>/dev/null
+        openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    )
+}
+
+kubeconfig() {
+    local user="$1" server="$2"
+    cat <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: svcnet-test
+  cluster:
+    server: $server
+    certificate-authority: $RUN/pki/ca.crt
+users:
+- name: $user
+  user:
+    client-certificate: $RUN/pki/$user.crt
+    client-key: $RUN/pki/$user.key
+contexts:
+- name: svcnet-test
+  context: {cluster: svcnet-test, user: $user}
+current-context: svcnet-test
+EOF
+}
+
+# The first address of the primary service range (the `kubernetes` Service's).
+first_service_ip() {
+    python3 -c 'import ipaddress, sys; print(ipaddress.ip_network(sys.argv[1], strict=False)[1])' "$1"
+}
+
+cmd_up() {
+    built || cmd_build
+    if running; then
+        die "a control plane is already running (target/k8s); 'scripts/k8s.sh down' stops it"
+    fi
+    local cidr="${SVCNET_K8S_SERVICE_CIDR:-10.96.0.0/12}"
+    local node_ports="${SVCNET_K8S_NODE_PORT_RANGE:-30000-32767}"
+    local advertise="${SVCNET_K8S_ADVERTISE_ADDRESS:-10.0.2.2}"
+    local started=$SECONDS
+    rm -rf "$RUN"
+    mkdir -p "$RUN"
+    local etcd_port peer_port api_port
+    etcd_port="$(free_port)"
+    peer_port="$(free_port)"
+    api_port="$(free_port)"
+    local range_flag=() first_ip=10.0.0.1
+    if [[ $cidr != none ]]; then
+        range_flag=(--service-cluster-ip-range="$cidr")
+        first_ip="$(first_service_ip "${cidr%%,*}")" || die "SVCNET_K8S_SERVICE_CIDR=$cidr: the first range is not a CIDR"
+    fi
+    make_certs "$first_ip"
+
+    start etcd "$BIN/etcd" --name default --data-dir "$RUN/etcd" --unsafe-no-fsync \
+        --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+        --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+        --initial-cluster "default=http://127.0.0.1:$peer_port" --log-level warn
+    local i
+    for ((i = 0; i < 100; i++)); do
+        curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null && break
+        alive etcd || failed etcd "exited"
+        sleep 0.2
+    done
+    ((i < 100)) || failed etcd "not healthy after 20 s"
+
+    start kube-apiserver "$BIN/kube-apiserver" \
+        --etcd-servers "http://127.0.0.1:$etcd_port" \
+        --bind-address 127.0.0.1 --secure-port "$api_port" --advertise-address "$advertise" \
+        --cert-dir "$RUN/pki" --tls-cert-file "$RUN/pki/apiserver.crt" --tls-private-key-file "$RUN/pki/apiserver.key" \
+        --client-ca-file "$RUN/pki/ca.crt" \
+        --service-account-issuer https://kubernetes.default.svc.cluster.local \
+        --service-account-key-file "$RUN/pki/sa.pub" --service-account-signing-key-file "$RUN/pki/sa.key" \
+        --authorization-mode Node,RBAC --disable-admission-plugins ServiceAccount \
+        "${range_flag[@]}" --service-node-port-range "$node_ports"
+
+    local server="https://127.0.0.1:$api_port"
+    kubeconfig admin "$server" >"$RUN/kubeconfig"
+    kubeconfig controller-manager "$server" >"$RUN/controller-manager.kubeconfig"
+    local curl_auth=(--cacert "$RUN/pki/ca.crt" --cert "$RUN/pki/admin.crt" --key "$RUN/pki/admin.key")
+    for ((i = 0; i < 600; i++)); do
+        [[ $(curl -s "${curl_auth[@]}" "$server/readyz" 2>/dev/null) == ok ]] && break
+        alive kube-apiserver || failed kube-apiserver "exited"
+        sleep 0.2
+    done
+    ((i < 600)) || failed kube-apiserver "/readyz not ok after 120 s"
+
+    start kube-controller-manager "$BIN/kube-controller-manager" \
+        --kubeconfig "$RUN/controller-manager.kubeconfig" --leader-elect=false \
+        --use-service-account-credentials=false --bind-address 127.0.0.1 --secure-port 0 \
+        --controllers endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller,service-cidr-controller,namespace-controller,garbage-collector-controller
+
+    for ((i = 0; i < 300; i++)); do
+        "$BIN/kubectl" --kubeconfig "$RUN/kubeconfig" get service kubernetes -n default >/dev/null 2>&1 && break
+        alive kube-apiserver || failed kube-apiserver "exited"
+        sleep 0.2
+    done
+    ((i < 300)) || failed kube-apiserver "no default/kubernetes Service after 60 s"
+    sleep 0.5
+    alive kube-controller-manager || failed kube-controller-manager "exited"
+
+    # What the conformance runner needs to configure svcnet the same way.
+    cat >"$RUN/env" <<EOF
+KUBECONFIG=$RUN/kubeconfig
+SVCNET_K8S_BIN=$BIN
+SVCNET_K8S_SERVICE_CIDR=$cidr
+SVCNET_K8S_NODE_PORT_RANGE=$node_ports
+SVCNET_K8S_APISERVER=$advertise:$api_port
+SVCNET_K8S_SERVER=$server
+EOF
+    say "k8s.sh: etcd, kube-apiserver ($server) and kube-controller-manager are up in $((SECONDS - started)) s"
+    say "k8s.sh: service range $cidr, NodePorts $node_ports; logs in $RUN/*.log"
+    say "k8s.sh: try: $BIN/kubectl --kubeconfig $RUN/kubeconfig get services -A"
+    say "KUBECONFIG=$RUN/kubeconfig"
+}
+
+stop_all() {
+    local pid name
+    for name in kube-controller-manager kube-apiserver etcd; do
+        [[ -f $RUN/$name.pid ]] || continue
+        pid="$(cat "$RUN/$name.pid")"
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+        rm -f "$RUN/$name.pid"
+    done
+}
+
+cmd_down() {
+    [[ -d $RUN ]] || { say "k8s.sh: nothing to stop"; return; }
+    stop_all
+    # Keep the logs; everything else (etcd's data, keys, kubeconfigs) goes.
+    find "$RUN" -mindepth 1 -maxdepth 1 ! -name '*.log' -exec rm -rf {} +
+    say "k8s.sh: stopped; logs kept in $RUN/*.log"
+}
+
+cmd_env() {
+    running && [[ -f $RUN/env ]] || die "no control plane is running; start one with 'scripts/k8s.sh up'"
+    grep '^KUBECONFIG=' "$RUN/env"
+}
+
+case "${1:-}" in
+    build) cmd_build ;;
+    bin) say "$BIN" ;;
+    up) cmd_up ;;
+    down) cmd_down ;;
+    env) cmd_env ;;
+    *)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+        exit 2
+        ;;
+esac

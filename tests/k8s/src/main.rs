@@ -1,0 +1,189 @@
+//! `k8s-conformance`: runs every case of `tests/k8s/cases/` against the
+//! real kube-apiserver and kube-controller-manager (started with
+//! `scripts/k8s.sh up`) and against svcnet's core, compares each step's
+//! output, and writes `target/k8s/conformance.md`.
+//!
+//! A difference passes only when `tests/k8s/KNOWN_DIFFERENCES.md` lists it
+//! with a reason. The closing line is `k8s-conformance: N passed, M
+//! failed`, counting cases.
+
+mod case;
+mod diff;
+mod known;
+mod normalize;
+mod ours;
+mod real;
+mod report;
+mod steps;
+
+use case::{Case, ClusterFlags};
+use normalize::Ranges;
+use ours::Ours;
+use real::RealCluster;
+use report::{CaseReport, StepOutcome, StepReport};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: k8s-conformance [--root DIR] [CASE ...]
+
+Runs tests/k8s/cases/*.yaml (or only the named cases) against the real
+Kubernetes control plane (scripts/k8s.sh up, started and stopped here)
+and against svcnet's core, and writes target/k8s/conformance.md.";
+
+fn main() -> ExitCode {
+    let mut root = PathBuf::from(".");
+    let mut only = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--root" => match args.next() {
+                Some(dir) => root = PathBuf::from(dir),
+                None => return usage("--root needs a folder"),
+            },
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            a if a.starts_with('-') => return usage(&format!("unknown flag {a}")),
+            name => only.push(name.trim_end_matches(".yaml").to_string()),
+        }
+    }
+    match run(&root, &only) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("k8s-conformance: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn usage(problem: &str) -> ExitCode {
+    eprintln!("k8s-conformance: {problem}\n\n{USAGE}");
+    ExitCode::from(2)
+}
+
+/// Runs the cases; true when every one passed.
+fn run(root: &std::path::Path, only: &[String]) -> Result<bool, String> {
+    let mut cases = case::load_cases(&root.join("tests/k8s/cases"))?;
+    if !only.is_empty() {
+        for name in only {
+            if !cases.iter().any(|c| &c.name == name) {
+                return Err(format!("no case named {name} in tests/k8s/cases"));
+            }
+        }
+        cases.retain(|c| only.contains(&c.name));
+    }
+    let known = known::load(&root.join("tests/k8s/KNOWN_DIFFERENCES.md"))?;
+    let mut reports = Vec::new();
+    for (flags, group) in groups(&cases) {
+        println!(
+            "k8s-conformance: starting kube-apiserver --service-cluster-ip-range={} --service-node-port-range={} for {} case(s)",
+            flags.service_range(),
+            flags.node_port_range(),
+            group.len()
+        );
+        let real = RealCluster::up(root, flags);
+        for case in group {
+            let report = match &real {
+                Ok(real) => run_case(real, case, &known),
+                Err(e) => CaseReport::broken(case, e.clone()),
+            };
+            println!("  {}", report.summary_line());
+            reports.push(report);
+        }
+        if let Ok(real) = real {
+            real.down();
+        }
+    }
+    let unused = known.unused(&reports);
+    let path = root.join("target/k8s/conformance.md");
+    report::write(&path, &reports, &unused)?;
+    let passed = reports.iter().filter(|r| r.passed()).count();
+    let failed = reports.len() - passed;
+    for entry in &unused {
+        println!("k8s-conformance: KNOWN_DIFFERENCES.md lists {entry}, but it is identical now: remove the entry");
+    }
+    println!("k8s-conformance: report in {}", path.display());
+    println!("k8s-conformance: {passed} passed, {failed} failed");
+    Ok(failed == 0 && unused.is_empty())
+}
+
+/// Cases grouped by the flags their control plane needs, in file order;
+/// a `fresh` case gets a control plane of its own.
+fn groups(cases: &[Case]) -> Vec<(&ClusterFlags, Vec<&Case>)> {
+    let mut out: Vec<(&ClusterFlags, Vec<&Case>)> = Vec::new();
+    for case in cases {
+        match out.iter_mut().find(|(f, _)| !case.cluster.fresh && *f == &case.cluster) {
+            Some((_, group)) => group.push(case),
+            None => out.push((&case.cluster, vec![case])),
+        }
+    }
+    out
+}
+
+fn run_case(real: &RealCluster, case: &Case, known: &known::Known) -> CaseReport {
+    let flags = &case.cluster;
+    let ours = match Ours::start(flags, real.apiserver()) {
+        Ok(o) => o,
+        Err(e) => return CaseReport::broken(case, format!("svcnet refused the flags the real apiserver took: {e}")),
+    };
+    let namespace = namespace_for(&case.name);
+    let ranges = Ranges::new(flags.service_range(), flags.node_port_range());
+    let mut run = match steps::CaseRun::new(real, ours, namespace, ranges) {
+        Ok(r) => r,
+        Err(e) => return CaseReport::broken(case, e),
+    };
+    let mut steps = Vec::new();
+    for (i, step) in case.steps.iter().enumerate() {
+        let number = i + 1;
+        let outcome = match run.run(step) {
+            Err(e) => StepOutcome::Broken(e),
+            Ok(out) if out.real == out.ours => StepOutcome::Identical,
+            Ok(out) => {
+                let diff = diff::lines(&out.real, &out.ours);
+                match known.reason(&case.name, number) {
+                    Some(reason) => StepOutcome::Known { reason, diff },
+                    None => StepOutcome::Different(diff),
+                }
+            }
+        };
+        steps.push(StepReport {
+            number,
+            verb: step.verb(),
+            outcome,
+        });
+    }
+    run.cleanup();
+    CaseReport::new(case, steps)
+}
+
+/// A namespace of the case's own: `c-<name>`, a DNS label.
+fn namespace_for(case: &str) -> String {
+    let mut ns: String = format!("c-{case}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(63)
+        .collect();
+    while ns.ends_with('-') {
+        ns.pop();
+    }
+    ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_dns_labels() {
+        assert_eq!(namespace_for("admission_Bad.IP"), "c-admission-bad-ip");
+        assert_eq!(namespace_for(&"x".repeat(80)).len(), 63);
+    }
+}

@@ -1,0 +1,282 @@
+//! The real side: a control plane started with `scripts/k8s.sh up`, spoken
+//! to over its REST API (with `curl`, the admin client certificate) and
+//! with the real `kubectl`.
+
+use crate::case::ClusterFlags;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running control plane.
+pub struct RealCluster {
+    root: PathBuf,
+    /// The values `scripts/k8s.sh up` wrote to `target/k8s/env`.
+    pub env: BTreeMap<String, String>,
+}
+
+/// An answer of the API server: the HTTP status and the JSON body.
+#[derive(Debug)]
+pub struct Answer {
+    /// HTTP status code.
+    pub code: u16,
+    /// The body (a `Status` on errors).
+    pub body: Value,
+}
+
+impl Answer {
+    /// True for 2xx.
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.code)
+    }
+
+    /// The `message` of an error `Status`.
+    pub fn message(&self) -> String {
+        match self.body.get("message").and_then(Value::as_str) {
+            Some(m) => m.to_string(),
+            None => format!("HTTP {}: {}", self.code, self.body),
+        }
+    }
+}
+
+impl RealCluster {
+    /// Stops whatever runs, then starts a control plane with these flags.
+    pub fn up(root: &Path, flags: &ClusterFlags) -> Result<RealCluster, String> {
+        let script = root.join("scripts/k8s.sh");
+        let _ = Command::new(&script).arg("down").stdout(Stdio::null()).status();
+        let out = Command::new(&script)
+            .arg("up")
+            .env("SVCNET_K8S_SERVICE_CIDR", flags.service_range())
+            .env("SVCNET_K8S_NODE_PORT_RANGE", flags.node_port_range())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "scripts/k8s.sh up failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let env_text =
+            std::fs::read_to_string(root.join("target/k8s/env")).map_err(|e| format!("target/k8s/env: {e}"))?;
+        let env = env_text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Ok(RealCluster {
+            root: root.to_path_buf(),
+            env,
+        })
+    }
+
+    /// Stops the control plane.
+    pub fn down(&self) {
+        let _ = Command::new(self.root.join("scripts/k8s.sh"))
+            .arg("down")
+            .stdout(Stdio::null())
+            .status();
+    }
+
+    fn var(&self, key: &str) -> &str {
+        self.env.get(key).map(String::as_str).unwrap_or("")
+    }
+
+    /// The folder of the real binaries.
+    pub fn bin(&self) -> PathBuf {
+        PathBuf::from(self.var("SVCNET_K8S_BIN"))
+    }
+
+    /// The apiserver's advertised `ip:port` (the `kubernetes` endpoints).
+    pub fn apiserver(&self) -> &str {
+        self.var("SVCNET_K8S_APISERVER")
+    }
+
+    fn pki(&self, file: &str) -> String {
+        self.root.join("target/k8s/pki").join(file).display().to_string()
+    }
+
+    /// One REST request; `body` is sent as is with `content_type`.
+    pub fn request(&self, method: &str, path: &str, content_type: &str, body: Option<&str>) -> Result<Answer, String> {
+        let url = format!("{}{path}", self.var("SVCNET_K8S_SERVER"));
+        let mut cmd = Command::new("curl");
+        cmd.args(["-sS", "--max-time", "30", "-X", method])
+            .args(["--cacert", &self.pki("ca.crt")])
+            .args(["--cert", &self.pki("admin.crt"), "--key", &self.pki("admin.key")])
+            .args(["-H", "Accept: application/json", "-w", "\n%{http_code}"]);
+        if body.is_some() {
+            cmd.args(["-H", &format!("Content-Type: {content_type}"), "--data-binary", "@-"]);
+        }
+        cmd.arg(&url);
+        let out = run_with_input(&mut cmd, body.unwrap_or(""))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (json, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        let code: u16 = code.trim().parse().map_err(|_| {
+            format!(
+                "{method} {path}: no HTTP status from curl: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+        let body = if json.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(json).map_err(|e| format!("{method} {path}: not JSON ({e}): {json}"))?
+        };
+        Ok(Answer { code, body })
+    }
+
+    /// `GET`, as JSON.
+    pub fn get(&self, path: &str) -> Result<Answer, String> {
+        self.request("GET", path, "", None)
+    }
+
+    /// The real `kubectl` with this cluster's kubeconfig; stdout, or the
+    /// error it printed.
+    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new(self.bin().join("kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.var("KUBECONFIG"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run kubectl: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    }
+
+    /// Starts kube-apiserver with `--service-cluster-ip-range=<range>` (no
+    /// flag for `none`) against an etcd that does not exist: flags are
+    /// checked before etcd is dialled, so a bad range ends it at once.
+    /// Returns its startup error, or `None` if it was still running
+    /// after 10 s.
+    pub fn start_error(&self, range: &str) -> Result<Option<String>, String> {
+        let port = free_port()?;
+        let primary_is_v6 = range.split(',').next().is_some_and(|c| c.contains(':'));
+        let advertise = if primary_is_v6 { "fd00:10::2" } else { "10.0.2.2" };
+        let mut cmd = Command::new(self.bin().join("kube-apiserver"));
+        cmd.args(["--etcd-servers", "http://127.0.0.1:1", "--bind-address", "127.0.0.1"])
+            .args(["--secure-port", &port.to_string(), "--advertise-address", advertise])
+            .args(["--cert-dir", &self.pki("start-check")])
+            .args([
+                "--service-account-issuer",
+                "https://kubernetes.default.svc.cluster.local",
+            ])
+            .args(["--service-account-key-file", &self.pki("sa.pub")])
+            .args(["--service-account-signing-key-file", &self.pki("sa.key")]);
+        if range != "none" {
+            cmd.arg(format!("--service-cluster-ip-range={range}"));
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start kube-apiserver: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        Ok(Some(
+            command_failed_error(&stderr).unwrap_or_else(|| stderr.trim().to_string()),
+        ))
+    }
+}
+
+/// The `err="..."` of klog's `"command failed"` line, unquoted.
+fn command_failed_error(stderr: &str) -> Option<String> {
+    let line = stderr.lines().find(|l| l.contains("\"command failed\""))?;
+    let quoted = &line[line.find("err=")? + 4..];
+    serde_json::from_str::<String>(quoted.trim()).ok()
+}
+
+/// A TCP port nothing listens on, picked by the kernel.
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+fn run_with_input(cmd: &mut Command, input: &str) -> Result<std::process::Output, String> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run curl: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).map_err(|e| e.to_string())?;
+    }
+    child.wait_with_output().map_err(|e| e.to_string())
+}
+
+/// The REST path of a kind's collection (`name` empty) or of one object.
+pub fn resource_path(kind: &str, namespace: &str, name: &str) -> Result<String, String> {
+    let (prefix, plural, namespaced) = match kind {
+        "Service" => ("/api/v1", "services", true),
+        "Pod" => ("/api/v1", "pods", true),
+        "Endpoints" => ("/api/v1", "endpoints", true),
+        "Node" => ("/api/v1", "nodes", false),
+        "Namespace" => ("/api/v1", "namespaces", false),
+        "EndpointSlice" => ("/apis/discovery.k8s.io/v1", "endpointslices", true),
+        "ServiceCIDR" => ("/apis/networking.k8s.io/v1", "servicecidrs", false),
+        "IPAddress" => ("/apis/networking.k8s.io/v1", "ipaddresses", false),
+        other => return Err(format!("the suite does not know the kind {other:?}")),
+    };
+    let mut path = prefix.to_string();
+    if namespaced {
+        path.push_str(&format!("/namespaces/{namespace}"));
+    }
+    path.push('/');
+    path.push_str(plural);
+    if !name.is_empty() {
+        path.push('/');
+        path.push_str(name);
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_of_a_failed_start_is_unquoted() {
+        let stderr = "I1124 log line\nE1124 19:04:48.124124   17124 run.go:72] \"command failed\" err=\"error determining service IP ranges for primary service cidr: the service cluster IP range must be at least 8 IP addresses\"\n";
+        assert_eq!(
+            command_failed_error(stderr).as_deref(),
+            Some("error determining service IP ranges for primary service cidr: the service cluster IP range must be at least 8 IP addresses")
+        );
+    }
+
+    #[test]
+    fn paths_follow_the_api_groups() {
+        assert_eq!(
+            resource_path("Service", "ns", "web").unwrap(),
+            "/api/v1/namespaces/ns/services/web"
+        );
+        assert_eq!(
+            resource_path("EndpointSlice", "ns", "").unwrap(),
+            "/apis/discovery.k8s.io/v1/namespaces/ns/endpointslices"
+        );
+        assert_eq!(
+            resource_path("ServiceCIDR", "ns", "x").unwrap(),
+            "/apis/networking.k8s.io/v1/servicecidrs/x"
+        );
+        assert!(resource_path("Deployment", "ns", "x").is_err());
+    }
+}

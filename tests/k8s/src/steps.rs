@@ -1,0 +1,449 @@
+//! Runs one step on both sides and returns both outputs, normalized.
+
+use crate::case::{CreateServices, GetStep, ObjectName, Step};
+use crate::normalize::{self, Ranges};
+use crate::ours::Ours;
+use crate::real::{resource_path, RealCluster};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How long a read waits for kube-controller-manager to catch up.
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// The field manager of the suite's server-side applies.
+const FIELD_MANAGER: &str = "svcnet-conformance";
+
+/// A case in progress: both sides, its namespace, what it sent, and what
+/// must be cleaned up after it.
+pub struct CaseRun<'a> {
+    /// The real control plane.
+    pub real: &'a RealCluster,
+    /// svcnet's.
+    pub ours: Ours,
+    /// The case's namespace (objects without one go there).
+    pub namespace: String,
+    /// Ranges allocated values are described against.
+    pub ranges: Ranges,
+    /// The last object the case sent, by `kind/namespace/name`.
+    sent: BTreeMap<String, Value>,
+    /// Pods held by the suite's finalizer.
+    held_pods: Vec<(String, String)>,
+    /// Cluster-scoped objects the case created: `(kind, name)`.
+    cluster_objects: Vec<(String, String)>,
+}
+
+/// Both sides' output of a step.
+pub struct Outputs {
+    /// Real Kubernetes'.
+    pub real: Value,
+    /// svcnet's.
+    pub ours: Value,
+}
+
+impl<'a> CaseRun<'a> {
+    /// Starts a case: creates its namespace on the real side.
+    pub fn new(real: &'a RealCluster, ours: Ours, namespace: String, ranges: Ranges) -> Result<Self, String> {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+        let answer = real.request("POST", "/api/v1/namespaces", "application/json", Some(&ns.to_string()))?;
+        if !answer.ok() {
+            return Err(format!("creating namespace {namespace}: {}", answer.message()));
+        }
+        Ok(CaseRun {
+            real,
+            ours,
+            namespace,
+            ranges,
+            sent: BTreeMap::new(),
+            held_pods: Vec::new(),
+            cluster_objects: Vec::new(),
+        })
+    }
+
+    /// Removes what the case left on the real side: the suite's finalizers,
+    /// cluster-scoped objects, and the namespace.
+    pub fn cleanup(&self) {
+        for (ns, name) in &self.held_pods {
+            if let Ok(path) = resource_path("Pod", ns, name) {
+                let _ = self.real.request(
+                    "PATCH",
+                    &path,
+                    "application/merge-patch+json",
+                    Some(r#"{"metadata":{"finalizers":null}}"#),
+                );
+            }
+        }
+        for (kind, name) in &self.cluster_objects {
+            if let Ok(path) = resource_path(kind, "", name) {
+                let _ = self.real.request("DELETE", &path, "", None);
+            }
+        }
+        let _ = self
+            .real
+            .request("DELETE", &format!("/api/v1/namespaces/{}", self.namespace), "", None);
+    }
+
+    /// Runs one step on both sides.
+    pub fn run(&mut self, step: &Step) -> Result<Outputs, String> {
+        match step {
+            Step::Create(text) => self.write(text, Write::Create),
+            Step::Apply(text) => self.write(text, Write::Apply),
+            Step::Pods(text) => self.write(text, Write::Pods),
+            Step::Delete(name) => self.delete(name),
+            Step::Get(get) => self.get(get),
+            Step::Terminate(name) => self.terminate(name),
+            Step::Slices(name) => self.slices(name),
+            Step::Endpoints(name) => self.endpoints(name),
+            Step::Kubectl(words) => self.kubectl(words),
+            Step::CreateServices(c) => self.create_services(c),
+            Step::StartApiserver(range) => Ok(Outputs {
+                real: start_outcome(self.real.start_error(range)?),
+                ours: start_outcome(Ours::start_error(range)),
+            }),
+        }
+    }
+
+    fn namespace_of(&self, name: &ObjectName) -> String {
+        match (&name.namespace, cluster_scoped(&name.kind)) {
+            (_, true) => String::new(),
+            (Some(ns), false) => ns.clone(),
+            (None, false) => self.namespace.clone(),
+        }
+    }
+
+    /// The manifest's objects, each given the case's namespace unless it
+    /// names one (or is cluster-scoped).
+    fn objects(&self, text: &str) -> Result<Vec<Value>, String> {
+        let mut out = Vec::new();
+        for doc in serde_yaml_ng::Deserializer::from_str(text) {
+            let mut value = Value::deserialize(doc).map_err(|e| format!("the case's manifest: {e}"))?;
+            if value.is_null() {
+                continue;
+            }
+            let kind = value
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if !cluster_scoped(&kind) {
+                if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.entry("namespace").or_insert_with(|| json!(self.namespace));
+                }
+            }
+            out.push(value);
+        }
+        Ok(out)
+    }
+
+    fn write(&mut self, text: &str, how: Write) -> Result<Outputs, String> {
+        let (mut real, mut ours) = (Vec::new(), Vec::new());
+        for object in self.objects(text)? {
+            let id = object_id(&object);
+            let real_result = self.real_write(&object, how)?;
+            let ours_result = match how {
+                Write::Create | Write::Pods => self.ours.create(&object),
+                Write::Apply => self.ours.apply(&object),
+            };
+            real.push(outcome(&id, real_result));
+            ours.push(outcome(&id, ours_result));
+            self.sent.insert(id, object);
+        }
+        Ok(Outputs {
+            real: Value::Array(real),
+            ours: Value::Array(ours),
+        })
+    }
+
+    fn real_write(&mut self, object: &Value, how: Write) -> Result<Result<(), String>, String> {
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let answer = match how {
+            Write::Create | Write::Pods => {
+                let path = resource_path(kind, namespace, "")?;
+                self.real.request(
+                    "POST",
+                    &format!("{path}?fieldValidation=Strict"),
+                    "application/json",
+                    Some(&object.to_string()),
+                )?
+            }
+            Write::Apply => {
+                let path = resource_path(kind, namespace, name)?;
+                self.real.request(
+                    "PATCH",
+                    &format!("{path}?fieldManager={FIELD_MANAGER}&force=true&fieldValidation=Strict"),
+                    "application/apply-patch+yaml",
+                    Some(&object.to_string()),
+                )?
+            }
+        };
+        if !answer.ok() {
+            return Ok(Err(answer.message()));
+        }
+        if cluster_scoped(kind) && !self.cluster_objects.iter().any(|(k, n)| k == kind && n == name) {
+            self.cluster_objects.push((kind.to_string(), name.to_string()));
+        }
+        if kind == "ServiceCIDR" {
+            if let Some(cidrs) = object.pointer("/spec/cidrs").and_then(Value::as_array) {
+                self.ranges.cidrs.extend(
+                    cidrs
+                        .iter()
+                        .filter_map(|c| c.as_str()?.parse::<ipnetwork::IpNetwork>().ok()),
+                );
+            }
+        }
+        // A kubelet sets a Pod's (and a Node's) status; here the suite does.
+        if matches!(how, Write::Pods) {
+            if let Some(status) = object.get("status") {
+                let path = format!("{}/status", resource_path(kind, namespace, name)?);
+                let patch = json!({ "status": status }).to_string();
+                let answer = self
+                    .real
+                    .request("PATCH", &path, "application/merge-patch+json", Some(&patch))?;
+                if !answer.ok() {
+                    return Ok(Err(format!("setting the status: {}", answer.message())));
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    fn delete(&mut self, name: &ObjectName) -> Result<Outputs, String> {
+        let ns = self.namespace_of(name);
+        let answer = self
+            .real
+            .request("DELETE", &resource_path(&name.kind, &ns, &name.name)?, "", None)?;
+        let real = if answer.ok() { Ok(()) } else { Err(answer.message()) };
+        let id = format!("{}/{}", name.kind, name.name);
+        Ok(Outputs {
+            real: outcome(&id, real),
+            ours: outcome(&id, self.ours.delete(&name.kind, &ns, &name.name)),
+        })
+    }
+
+    fn get(&mut self, get: &GetStep) -> Result<Outputs, String> {
+        let name = &get.object;
+        let ns = self.namespace_of(name);
+        let id = object_id_of(&name.kind, &ns, &name.name);
+        let asked = self.sent.get(&id);
+        let normalize = |v: &Value| -> Value {
+            let v = match name.kind.as_str() {
+                "Service" => normalize::service(v, asked, &self.ranges),
+                "Endpoints" => normalize::endpoints(v),
+                _ => normalize::object(v),
+            };
+            match &get.path {
+                Some(path) => normalize::at_path(&v, path),
+                None => v,
+            }
+        };
+        let answer = self.real.get(&resource_path(&name.kind, &ns, &name.name)?)?;
+        let real = if answer.ok() {
+            normalize(&answer.body)
+        } else {
+            json!({"error": answer.message()})
+        };
+        let ours = match self.ours.get(&name.kind, &ns, &name.name) {
+            Some(v) => normalize(&v),
+            None => json!({"error": format!("{} {:?} not found", plural(&name.kind), name.name)}),
+        };
+        Ok(Outputs { real, ours })
+    }
+
+    fn terminate(&mut self, name: &ObjectName) -> Result<Outputs, String> {
+        let ns = self.namespace_of(name);
+        let path = resource_path("Pod", &ns, &name.name)?;
+        let hold = r#"{"metadata":{"finalizers":["svcnet.io/conformance-hold"]}}"#;
+        let answer = self
+            .real
+            .request("PATCH", &path, "application/merge-patch+json", Some(hold))?;
+        let real = if !answer.ok() {
+            Err(answer.message())
+        } else {
+            self.held_pods.push((ns.clone(), name.name.clone()));
+            let answer = self.real.request("DELETE", &path, "", None)?;
+            if answer.ok() {
+                Ok(())
+            } else {
+                Err(answer.message())
+            }
+        };
+        let id = format!("Pod/{}", name.name);
+        Ok(Outputs {
+            real: outcome(&id, real),
+            ours: outcome(&id, self.ours.terminate(&ns, &name.name)),
+        })
+    }
+
+    /// Reads the real side until it equals svcnet's or [`SETTLE`] passes:
+    /// the controllers work asynchronously.
+    fn settle(&self, ours: Value, read: impl Fn() -> Result<Value, String>) -> Result<Outputs, String> {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let real = read()?;
+            if real == ours || Instant::now() > deadline {
+                return Ok(Outputs { real, ours });
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    fn slices(&mut self, name: &ObjectName) -> Result<Outputs, String> {
+        let ns = self.namespace_of(name);
+        let ours = normalize::slices(&self.ours.slices(&ns, &name.name));
+        let path = format!(
+            "{}?labelSelector=kubernetes.io/service-name%3D{}",
+            resource_path("EndpointSlice", &ns, "")?,
+            name.name
+        );
+        self.settle(ours, || {
+            let answer = self.real.get(&path)?;
+            let items = answer
+                .body
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            Ok(normalize::slices(&items))
+        })
+    }
+
+    fn endpoints(&mut self, name: &ObjectName) -> Result<Outputs, String> {
+        let ns = self.namespace_of(name);
+        let ours = match self.ours.get("Endpoints", &ns, &name.name) {
+            Some(v) => normalize::endpoints(&v),
+            None => json!({"error": format!("endpoints {:?} not found", name.name)}),
+        };
+        let path = resource_path("Endpoints", &ns, &name.name)?;
+        self.settle(ours, || {
+            let answer = self.real.get(&path)?;
+            Ok(if answer.ok() {
+                normalize::endpoints(&answer.body)
+            } else {
+                json!({"error": answer.message()})
+            })
+        })
+    }
+
+    fn kubectl(&mut self, words: &str) -> Result<Outputs, String> {
+        let words: Vec<&str> = words.split_whitespace().collect();
+        let mask = words.get(1).is_some_and(|w| w.starts_with("endpointslice"));
+        let ours = normalize::table(&self.ours.kubectl(&words, &self.namespace)?, mask, &self.ranges);
+        let mut args = vec!["-n", self.namespace.as_str()];
+        args.extend(&words);
+        self.settle(ours, || {
+            Ok(match self.real.kubectl(&args) {
+                Ok(text) => normalize::table(&text, mask, &self.ranges),
+                Err(e) => json!({"error": e}),
+            })
+        })
+    }
+
+    fn create_services(&mut self, c: &CreateServices) -> Result<Outputs, String> {
+        let mut sides = [(0usize, Value::Null, Vec::new()), (0, Value::Null, Vec::new())];
+        for i in 0..c.count {
+            let mut spec = c.spec.clone().unwrap_or_else(|| json!({}));
+            if let Some(s) = spec.as_object_mut() {
+                s.insert("ports".into(), json!([{"port": 80}]));
+            }
+            let name = format!("{}-{i}", c.prefix);
+            let object = json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": name, "namespace": self.namespace}, "spec": spec});
+            if sides[0].1.is_null() {
+                let path = resource_path("Service", &self.namespace, "")?;
+                let answer = self
+                    .real
+                    .request("POST", &path, "application/json", Some(&object.to_string()))?;
+                record(&mut sides[0], &self.ranges, answer.ok().then_some(&answer.body), || {
+                    answer.message()
+                });
+            }
+            if sides[1].1.is_null() {
+                let result = self.ours.create(&object);
+                let stored = self.ours.get("Service", &self.namespace, &name);
+                match result {
+                    Ok(()) => record(&mut sides[1], &self.ranges, stored.as_ref(), String::new),
+                    Err(e) => record(&mut sides[1], &self.ranges, None, || e.clone()),
+                }
+            }
+            if !sides[0].1.is_null() && !sides[1].1.is_null() {
+                break;
+            }
+        }
+        let [real, ours] =
+            sides.map(|(created, error, bands)| json!({"created": created, "error": error, "bands": bands}));
+        Ok(Outputs { real, ours })
+    }
+}
+
+/// Counts a created Service's band, or keeps the first error.
+fn record(side: &mut (usize, Value, Vec<String>), ranges: &Ranges, stored: Option<&Value>, error: impl Fn() -> String) {
+    match stored {
+        Some(svc) => {
+            side.0 += 1;
+            let ip = svc
+                .pointer("/spec/clusterIP")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            side.2.push(ranges.describe_ip(ip));
+        }
+        None => side.1 = Value::String(error()),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Write {
+    Create,
+    Apply,
+    Pods,
+}
+
+fn cluster_scoped(kind: &str) -> bool {
+    matches!(kind, "Node" | "ServiceCIDR" | "Namespace" | "IPAddress")
+}
+
+fn plural(kind: &str) -> String {
+    match kind {
+        "Endpoints" => "endpoints".to_string(),
+        other => format!("{}s", other.to_ascii_lowercase()),
+    }
+}
+
+fn object_id(object: &Value) -> String {
+    let get = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    object_id_of(get("/kind"), get("/metadata/namespace"), get("/metadata/name"))
+}
+
+fn object_id_of(kind: &str, namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        format!("{kind}/{name}")
+    } else {
+        format!("{kind}/{namespace}/{name}")
+    }
+}
+
+fn outcome(id: &str, result: Result<(), String>) -> Value {
+    let id = id
+        .rsplit_once('/')
+        .map(|(k, n)| format!("{}/{n}", k.split('/').next().unwrap_or(k)))
+        .unwrap_or_default();
+    match result {
+        Ok(()) => json!({"object": id, "result": "ok"}),
+        Err(e) => json!({"object": id, "error": e}),
+    }
+}
+
+fn start_outcome(error: Option<String>) -> Value {
+    match error {
+        Some(e) => json!({"startupError": e}),
+        None => json!({"started": true}),
+    }
+}
