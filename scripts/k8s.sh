@@ -18,9 +18,10 @@
 #                               kube-apiserver falls back to 10.0.0.0/24)
 #   SVCNET_K8S_NODE_PORT_RANGE  --service-node-port-range (default 30000-32767)
 #   SVCNET_K8S_ADVERTISE_ADDRESS  the apiserver address the `kubernetes`
-#                               Service's endpoints name (default 10.0.2.2:
-#                               what a QEMU guest reaches the host's
-#                               loopback at, so the Service works in the VM)
+#                               Service's endpoints name (default 10.0.2.2,
+#                               fec0::2 for an IPv6 primary range: what a
+#                               QEMU guest reaches the host's loopback at,
+#                               so the Service works in the VM)
 #   SVCNET_K8S_CACHE            where binaries are cached (default
 #                               ~/.cache/svcnet/k8s)
 #
@@ -217,7 +218,10 @@ cmd_up() {
     fi
     local cidr="${SVCNET_K8S_SERVICE_CIDR:-10.96.0.0/12}"
     local node_ports="${SVCNET_K8S_NODE_PORT_RANGE:-30000-32767}"
-    local advertise="${SVCNET_K8S_ADVERTISE_ADDRESS:-10.0.2.2}"
+    # What a QEMU guest reaches the host at, in the primary range's family.
+    local advertise=10.0.2.2
+    [[ ${cidr%%,*} == *:* ]] && advertise=fec0::2
+    advertise="${SVCNET_K8S_ADVERTISE_ADDRESS:-$advertise}"
     local started=$SECONDS
     rm -rf "$RUN"
     mkdir -p "$RUN"

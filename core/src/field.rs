@@ -48,8 +48,12 @@ pub enum BadValue {
     Str(String),
     /// An integer value, printed bare.
     Int(i64),
-    /// A list of strings, printed as `[]string{"a", "b"}`.
+    /// A list of strings, printed as JSON (`["a","b"]`), as kube-apiserver
+    /// prints values that are not scalars.
     StrList(Vec<String>),
+    /// A value kube-apiserver prints as the JSON of its Go type (a struct
+    /// such as `{"CIDRs":[...]}`), given as that JSON text.
+    Json(String),
 }
 
 impl fmt::Display for BadValue {
@@ -57,9 +61,13 @@ impl fmt::Display for BadValue {
         match self {
             BadValue::Str(s) => write!(f, "{s:?}"),
             BadValue::Int(i) => write!(f, "{i}"),
+            BadValue::Json(text) => f.write_str(text),
             BadValue::StrList(items) => {
-                let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
-                write!(f, "[]string{{{}}}", quoted.join(", "))
+                let quoted: Vec<String> = items
+                    .iter()
+                    .map(|s| serde_json::Value::from(s.as_str()).to_string())
+                    .collect();
+                write!(f, "[{}]", quoted.join(","))
             }
         }
     }
@@ -204,7 +212,9 @@ mod tests {
         let e = FieldError::required(&FieldPath::new("spec").child("ports"), "");
         assert_eq!(e.to_string(), "spec.ports: Required value");
         let v = BadValue::StrList(vec!["10.0.0.1".into()]);
-        assert_eq!(v.to_string(), "[]string{\"10.0.0.1\"}");
+        assert_eq!(v.to_string(), "[\"10.0.0.1\"]");
+        let v = BadValue::StrList(vec!["a".into(), "b\"c".into()]);
+        assert_eq!(v.to_string(), r#"["a","b\"c"]"#);
     }
 
     #[test]

@@ -23,14 +23,10 @@ pub enum AllocationError {
     #[error("provided IP is already allocated")]
     AlreadyAllocated,
     /// The requested IP is outside every CIDR of its family, or is a CIDR's
-    /// network (or IPv4 broadcast) address.
-    #[error("the provided IP ({ip}) is not in the valid range. The range of valid IPs is {valid}")]
-    NotInRange {
-        /// The requested IP.
-        ip: IpAddr,
-        /// The CIDRs of the IP's family, joined with ", ".
-        valid: String,
-    },
+    /// network (or IPv4 broadcast) address: no range's allocator takes it
+    /// (the ServiceCIDR allocator's words, kube-apiserver 1.33 and later).
+    #[error("the provided network does not match the current range")]
+    MismatchedNetwork,
     /// Every CIDR of the requested family is full.
     #[error("range is full")]
     Full,
@@ -124,6 +120,9 @@ struct CidrRange {
     cidr: IpNetwork,
     /// Offsets from network+1.
     range: BandedRange,
+    /// Its ServiceCIDR is being deleted: what it holds stays allocated,
+    /// nothing new comes from it.
+    terminating: bool,
 }
 
 impl CidrRange {
@@ -145,6 +144,7 @@ impl CidrRange {
         Ok(CidrRange {
             cidr,
             range: BandedRange::new(addresses - excluded, static_len),
+            terminating: false,
         })
     }
 
@@ -293,14 +293,14 @@ impl ClusterIpAllocator {
     pub fn allocate(&mut self, ip: IpAddr) -> Result<(), AllocationError> {
         let family = IpFamily::of(ip);
         self.check_family(family)?;
-        let Some((range, offset)) = self.locate_mut(ip) else {
-            return Err(self.not_in_range(ip));
+        let Some((range, offset)) = self.locate_mut(ip).filter(|(r, _)| !r.terminating) else {
+            return Err(AllocationError::MismatchedNetwork);
         };
         match range.range.allocate(offset) {
             Ok(()) => Ok(()),
             Err(RangeError::AlreadyAllocated { .. }) => Err(AllocationError::AlreadyAllocated),
             // `locate_mut` only returns in-range offsets; kept for totality.
-            Err(_) => Err(self.not_in_range(ip)),
+            Err(_) => Err(AllocationError::MismatchedNetwork),
         }
     }
 
@@ -309,7 +309,11 @@ impl ClusterIpAllocator {
     /// [`BandedRange::allocate_next`]).
     pub fn allocate_next(&mut self, family: IpFamily, rng: &mut Rng) -> Result<IpAddr, AllocationError> {
         self.check_family(family)?;
-        for range in self.ranges.iter_mut().filter(|r| r.family() == family) {
+        for range in self
+            .ranges
+            .iter_mut()
+            .filter(|r| r.family() == family && !r.terminating)
+        {
             if let Some(offset) = range.range.allocate_next(rng) {
                 return Ok(range.address_at(offset));
             }
@@ -398,6 +402,7 @@ impl ClusterIpAllocator {
                 .map(|r| CidrRange {
                     cidr: r.cidr,
                     range: BandedRange::new(r.range.size(), r.range.static_len()),
+                    terminating: r.terminating,
                 })
                 .collect(),
         }
@@ -414,6 +419,25 @@ impl ClusterIpAllocator {
             r.range
                 .runs()
                 .flat_map(move |run| run.map(move |offset| r.address_at(offset)))
+        })
+    }
+
+    /// Stops allocating from a CIDR whose ServiceCIDR is being deleted
+    /// while addresses in it are in use; `false` if it is not configured.
+    pub fn set_terminating(&mut self, cidr: IpNetwork) -> bool {
+        let cidr = IpNetwork::new(cidr.network(), cidr.prefix()).unwrap_or(cidr);
+        self.ranges
+            .iter_mut()
+            .filter(|r| r.cidr == cidr)
+            .map(|r| r.terminating = true)
+            .count()
+            > 0
+    }
+
+    /// True when some address of `cidr` is allocated.
+    pub fn in_use(&self, cidr: IpNetwork) -> bool {
+        self.ranges.iter().any(|r| {
+            r.cidr.network() == cidr.network() && r.cidr.prefix() == cidr.prefix() && r.range.runs().next().is_some()
         })
     }
 
@@ -438,20 +462,6 @@ impl ClusterIpAllocator {
             Ok(())
         } else {
             Err(AllocationError::NoServiceCidr { family })
-        }
-    }
-
-    fn not_in_range(&self, ip: IpAddr) -> AllocationError {
-        let family = IpFamily::of(ip);
-        let valid: Vec<String> = self
-            .ranges
-            .iter()
-            .filter(|r| r.family() == family)
-            .map(|r| r.cidr.to_string())
-            .collect();
-        AllocationError::NotInRange {
-            ip,
-            valid: valid.join(", "),
         }
     }
 }
@@ -643,17 +653,11 @@ mod tests {
         );
         assert_eq!(
             a.allocate(ip("10.97.0.1")).unwrap_err().to_string(),
-            "the provided IP (10.97.0.1) is not in the valid range. The range of valid IPs is 10.96.0.0/16"
+            "the provided network does not match the current range"
         );
         // Network and broadcast addresses are outside the valid range.
         for bad in ["10.96.0.0", "10.96.255.255"] {
-            assert_eq!(
-                a.allocate(ip(bad)),
-                Err(AllocationError::NotInRange {
-                    ip: ip(bad),
-                    valid: "10.96.0.0/16".to_string()
-                })
-            );
+            assert_eq!(a.allocate(ip(bad)), Err(AllocationError::MismatchedNetwork));
             assert!(!a.is_allocated(ip(bad)));
             assert!(!a.release(ip(bad)));
         }
@@ -669,15 +673,13 @@ mod tests {
             "no service CIDR is configured for IPv6"
         );
         a.add_cidr(net("10.100.0.0/16")).unwrap();
-        assert_eq!(
-            a.allocate(ip("10.97.0.1")).unwrap_err().to_string(),
-            "the provided IP (10.97.0.1) is not in the valid range. The range of valid IPs is 10.96.0.0/16, 10.100.0.0/16"
-        );
+        assert_eq!(a.allocate(ip("10.97.0.1")), Err(AllocationError::MismatchedNetwork));
+        a.allocate(ip("10.100.0.1")).unwrap();
         // IPv6: the network address is invalid, the last address is usable.
         let mut v6 = allocator(&["fd00::/120"]);
         assert!(matches!(
             v6.allocate(ip("fd00::")),
-            Err(AllocationError::NotInRange { .. })
+            Err(AllocationError::MismatchedNetwork)
         ));
         v6.allocate(ip("fd00::ff")).unwrap();
     }

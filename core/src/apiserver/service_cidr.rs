@@ -39,35 +39,25 @@ pub struct CidrConstraints {
     pub node_ips: Vec<IpAddr>,
 }
 
-/// Why `--service-cluster-ip-range` was rejected. Every message starts with
-/// the flag name, as kube-apiserver's do, and names the offending value.
+/// Why `--service-cluster-ip-range` was rejected, in kube-apiserver's
+/// words (the first four are its startup errors, byte for byte).
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum ServiceCidrError {
-    /// The flag is empty or blank.
-    #[error("--service-cluster-ip-range must contain at least one valid cidr")]
-    Empty,
-    /// More than two comma-separated entries.
-    #[error("--service-cluster-ip-range must not contain more than two entries, got {count} in {text:?}")]
-    TooManyEntries {
-        /// The flag value, as given (trimmed).
-        text: String,
-        /// How many entries it has.
-        count: usize,
-    },
-    /// Two entries of the same IP family (dual-stack needs one of each).
-    #[error(
-        "--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family, \
-         {first:?} and {second:?} are both {family}"
-    )]
-    SameFamily {
-        /// Entry `[0]`, as given.
-        first: String,
-        /// Entry `[1]`, as given.
-        second: String,
-        /// The family both are in.
-        family: IpFamily,
-    },
-    /// One entry is not an acceptable service range.
+    /// The first entry is not a CIDR.
+    #[error("service-cluster-ip-range[0] is not a valid cidr")]
+    PrimaryNotCidr,
+    /// The primary range holds fewer than 8 addresses.
+    #[error("error determining service IP ranges for primary service cidr: the service cluster IP range must be at least 8 IP addresses")]
+    PrimaryTooSmall,
+    /// The second entry is not a CIDR.
+    #[error("service-cluster-ip-range[1] is not an ip net")]
+    SecondaryNotCidr,
+    /// What kube-apiserver's flag validation found, reported together as
+    /// it reports them (`[a, b]` for more than one).
+    #[error("{}", aggregate(.0))]
+    Flags(Vec<FlagProblem>),
+    /// One entry is not an acceptable service range for svcnet (checks
+    /// kube-apiserver leaves to its allocator, or only documents).
     #[error("{field} {value:?}: {problem}")]
     InvalidEntry {
         /// `--service-cluster-ip-range` for a single entry,
@@ -79,6 +69,31 @@ pub enum ServiceCidrError {
         problem: CidrError,
     },
 }
+
+/// One problem kube-apiserver's validation of the flag reports.
+#[derive(Clone, Copy, Debug, Error, PartialEq, Eq)]
+pub enum FlagProblem {
+    /// More than two comma-separated entries.
+    #[error("--service-cluster-ip-range must not contain more than two entries")]
+    TooManyEntries,
+    /// Two entries of the same IP family (dual-stack needs one of each).
+    #[error("--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family")]
+    SameFamily,
+}
+
+/// Go's aggregate error text: the one message, or `[a, b]`.
+fn aggregate(problems: &[FlagProblem]) -> String {
+    match problems {
+        [one] => one.to_string(),
+        many => format!(
+            "[{}]",
+            many.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// kube-apiserver's range when `--service-cluster-ip-range` is not given.
+pub const DEFAULT_SERVICE_CIDR: &str = "10.0.0.0/24";
 
 /// Why one CIDR is not an acceptable service range. The message is the
 /// detail only; the caller names the field and the value (see
@@ -92,11 +107,8 @@ pub enum CidrError {
         reason: String,
     },
     /// The address has bits set after the prefix (`10.96.0.5/12`).
-    #[error("must not have bits set beyond the prefix length (did you mean {canonical:?}?)")]
-    HostBitsSet {
-        /// The range with those bits cleared (`10.96.0.0/12`).
-        canonical: String,
-    },
+    #[error("must not have bits set beyond the prefix length")]
+    HostBitsSet,
     /// An IPv4-mapped IPv6 range (`::ffff:10.96.0.0/108`).
     #[error("must not have an IPv4-mapped IPv6 address")]
     Ipv4MappedIpv6,
@@ -156,55 +168,72 @@ const fn v6_network(first: u16) -> IpAddr {
 }
 
 /// Parses and validates the value of `--service-cluster-ip-range`: one CIDR,
-/// or two of different IP families separated by a comma (whitespace around
-/// entries is ignored). Returns the ranges in the order given; the first is
-/// the primary range.
+/// or two of different IP families separated by a comma; empty means
+/// kube-apiserver's fallback, [`DEFAULT_SERVICE_CIDR`]. Returns the ranges
+/// in the order given; the first is the primary range.
+///
+/// The checks and their order are kube-apiserver's: each entry is read
+/// the way Go's `ParseCIDR` reads it (host bits are dropped: `10.96.0.5/12`
+/// is `10.96.0.0/12`), the primary range must hold 8 addresses, then the
+/// count and the families are validated together. svcnet then applies the
+/// rules kube-apiserver leaves to its allocator or only documents
+/// ([`validate_service_cidr`]): IPv6 no shorter than /64 (kube-apiserver
+/// starts with such a range but can allocate nothing from it, not even the
+/// `kubernetes` Service's address), at least 8 addresses in the second
+/// range too, and clear of reserved ranges, pod CIDRs and node IPs.
 pub fn parse_service_cluster_ip_range(
     text: &str,
     constraints: &CidrConstraints,
 ) -> Result<Vec<IpNetwork>, ServiceCidrError> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err(ServiceCidrError::Empty);
-    }
+    let text = match text.trim() {
+        "" => DEFAULT_SERVICE_CIDR,
+        t => t,
+    };
     let entries: Vec<&str> = text.split(',').map(str::trim).collect();
+    let sloppy = |entry: &str| parse_cidr(entry).ok().map(|c| IpNetwork::new(c.network(), c.prefix()));
+    let Some(Ok(primary)) = sloppy(entries[0]) else {
+        return Err(ServiceCidrError::PrimaryNotCidr);
+    };
+    if host_bits(primary) < 3 {
+        return Err(ServiceCidrError::PrimaryTooSmall);
+    }
+    let mut cidrs = vec![primary];
+    if let Some(entry) = entries.get(1) {
+        let Some(Ok(secondary)) = sloppy(entry) else {
+            return Err(ServiceCidrError::SecondaryNotCidr);
+        };
+        cidrs.push(secondary);
+    }
+    let mut problems = Vec::new();
     if entries.len() > 2 {
-        return Err(ServiceCidrError::TooManyEntries {
-            text: text.to_string(),
-            count: entries.len(),
-        });
+        problems.push(FlagProblem::TooManyEntries);
     }
-    let field = |i: usize| {
-        if entries.len() == 1 {
-            FLAG.to_string()
-        } else {
-            format!("{FLAG}[{i}]")
+    if let [first, second] = cidrs.as_slice() {
+        if IpFamily::of(first.ip()) == IpFamily::of(second.ip()) {
+            problems.push(FlagProblem::SameFamily);
         }
-    };
-    let invalid = |i: usize, value: &str, problem: CidrError| ServiceCidrError::InvalidEntry {
-        field: field(i),
-        value: value.to_string(),
-        problem,
-    };
-
-    let mut cidrs = Vec::with_capacity(entries.len());
-    for (i, entry) in entries.iter().enumerate() {
-        cidrs.push(parse_cidr(entry).map_err(|problem| invalid(i, entry, problem))?);
     }
-    if let ([first, second], [first_text, second_text]) = (cidrs.as_slice(), entries.as_slice()) {
-        let family = IpFamily::of(first.ip());
-        if family == IpFamily::of(second.ip()) {
-            return Err(ServiceCidrError::SameFamily {
-                first: first_text.to_string(),
-                second: second_text.to_string(),
-                family,
-            });
-        }
+    if !problems.is_empty() {
+        return Err(ServiceCidrError::Flags(problems));
     }
     for (i, (cidr, entry)) in cidrs.iter().zip(&entries).enumerate() {
-        validate_service_cidr(*cidr, constraints).map_err(|problem| invalid(i, entry, problem))?;
+        validate_service_cidr(*cidr, constraints).map_err(|problem| ServiceCidrError::InvalidEntry {
+            field: if entries.len() == 1 {
+                FLAG.to_string()
+            } else {
+                format!("{FLAG}[{i}]")
+            },
+            value: entry.to_string(),
+            problem,
+        })?;
     }
     Ok(cidrs)
+}
+
+/// How many bits of the range's addresses are not fixed by its prefix.
+fn host_bits(cidr: IpNetwork) -> u8 {
+    let width: u8 = if cidr.is_ipv4() { 32 } else { 128 };
+    width.saturating_sub(cidr.prefix())
 }
 
 /// Parses one CIDR, `<address>/<prefix length>`, checking syntax only: the
@@ -248,17 +277,14 @@ fn parse_prefix_length(text: &str, max: u8) -> Option<u8> {
 pub fn validate_service_cidr(cidr: IpNetwork, constraints: &CidrConstraints) -> Result<(), CidrError> {
     let prefix = cidr.prefix();
     if cidr.ip() != cidr.network() {
-        return Err(CidrError::HostBitsSet {
-            canonical: format!("{}/{}", cidr.network(), prefix),
-        });
+        return Err(CidrError::HostBitsSet);
     }
     if let IpAddr::V6(address) = cidr.ip() {
         if address.to_ipv4_mapped().is_some() {
             return Err(CidrError::Ipv4MappedIpv6);
         }
     }
-    let width: u8 = if cidr.is_ipv4() { 32 } else { 128 };
-    let host_bits = width.saturating_sub(prefix);
+    let host_bits = host_bits(cidr);
     if host_bits < 3 {
         return Err(CidrError::TooSmall {
             prefix,
@@ -340,40 +366,34 @@ mod tests {
     }
 
     #[test]
-    fn empty_is_rejected() {
-        let expected = Err("--service-cluster-ip-range must contain at least one valid cidr".to_string());
-        assert_eq!(flag(""), expected);
-        assert_eq!(flag("  "), expected);
+    fn empty_falls_back_like_kube_apiserver() {
+        assert_eq!(flag(""), Ok(vec![net("10.0.0.0/24")]));
+        assert_eq!(flag("  "), Ok(vec![net("10.0.0.0/24")]));
     }
 
     #[test]
     fn three_entries_are_rejected() {
         assert_eq!(
             flag("10.96.0.0/12,fd00::/112,10.200.0.0/16"),
-            Err("--service-cluster-ip-range must not contain more than two entries, \
-                 got 3 in \"10.96.0.0/12,fd00::/112,10.200.0.0/16\""
+            Err("--service-cluster-ip-range must not contain more than two entries".to_string())
+        );
+        // Both problems of the validation step, as Go aggregates them.
+        assert_eq!(
+            flag("10.96.0.0/12,10.97.0.0/16,fd00::/112"),
+            Err("[--service-cluster-ip-range must not contain more than two entries, \
+                 --service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family]"
                 .to_string())
         );
     }
 
     #[test]
     fn two_of_the_same_family_are_rejected() {
-        assert_eq!(
-            flag("10.96.0.0/12,10.200.0.0/16"),
-            Err(
-                "--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family, \
-                 \"10.96.0.0/12\" and \"10.200.0.0/16\" are both IPv4"
-                    .to_string()
-            )
+        let expected = Err(
+            "--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family"
+                .to_string(),
         );
-        assert_eq!(
-            flag("fd00:1::/112,fd00:2::/112"),
-            Err(
-                "--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family, \
-                 \"fd00:1::/112\" and \"fd00:2::/112\" are both IPv6"
-                    .to_string()
-            )
-        );
+        assert_eq!(flag("10.96.0.0/12,10.200.0.0/16"), expected);
+        assert_eq!(flag("fd00:1::/112,fd00:2::/112"), expected);
     }
 
     #[test]
@@ -382,8 +402,8 @@ mod tests {
         assert!(flag("fd00::/125").is_ok());
         assert_eq!(
             flag("10.96.0.0/30"),
-            Err("--service-cluster-ip-range \"10.96.0.0/30\": \
-                 the service cluster IP range must be at least 8 IP addresses (a /30 holds 4)"
+            Err("error determining service IP ranges for primary service cidr: \
+                 the service cluster IP range must be at least 8 IP addresses"
                 .to_string())
         );
         assert_eq!(
@@ -415,36 +435,14 @@ mod tests {
     }
 
     #[test]
-    fn bad_syntax_names_the_text_and_shows_an_example() {
-        assert_eq!(
-            flag("10.96.0.0"),
-            Err("--service-cluster-ip-range \"10.96.0.0\": must be a valid CIDR value, \
-                 (e.g. 10.9.8.0/24 or 2001:db8::/64): \"10.96.0.0\" has no \"/\" and prefix length"
-                .to_string())
-        );
-        assert_eq!(
-            flag("10.96.0.x/12"),
-            Err(
-                "--service-cluster-ip-range \"10.96.0.x/12\": must be a valid CIDR value, \
-                 (e.g. 10.9.8.0/24 or 2001:db8::/64): \"10.96.0.x\" is not an IPv4 or IPv6 address"
-                    .to_string()
-            )
-        );
-        assert_eq!(
-            flag("10.96.0.0/12,fd00::/129"),
-            Err(
-                "--service-cluster-ip-range[1] \"fd00::/129\": must be a valid CIDR value, \
-                 (e.g. 10.9.8.0/24 or 2001:db8::/64): \
-                 the prefix length \"129\" is not a number from 0 to 128 without leading zeros"
-                    .to_string()
-            )
-        );
-        assert_eq!(
-            flag("10.96.0.0/12,"),
-            Err("--service-cluster-ip-range[1] \"\": must be a valid CIDR value, \
-                 (e.g. 10.9.8.0/24 or 2001:db8::/64): \"\" has no \"/\" and prefix length"
-                .to_string())
-        );
+    fn bad_syntax_is_reported_like_kube_apiserver() {
+        let primary = Err("service-cluster-ip-range[0] is not a valid cidr".to_string());
+        assert_eq!(flag("10.96.0.0"), primary);
+        assert_eq!(flag("10.96.0.x/12"), primary);
+        assert_eq!(flag("10.96.0.0/33"), primary);
+        let secondary = Err("service-cluster-ip-range[1] is not an ip net".to_string());
+        assert_eq!(flag("10.96.0.0/12,"), secondary);
+        assert_eq!(flag("10.96.0.0/12,fd00::"), secondary);
     }
 
     #[test]
@@ -463,18 +461,13 @@ mod tests {
     }
 
     #[test]
-    fn host_bits_suggest_the_canonical_form() {
-        assert_eq!(
-            flag("10.96.0.5/12"),
-            Err("--service-cluster-ip-range \"10.96.0.5/12\": \
-                 must not have bits set beyond the prefix length (did you mean \"10.96.0.0/12\"?)"
-                .to_string())
-        );
+    fn host_bits_are_dropped_from_the_flag_and_refused_in_objects() {
+        // kube-apiserver reads the flag with Go's ParseCIDR, which keeps
+        // the network only; ServiceCIDR objects must be canonical.
+        assert_eq!(flag("10.96.0.5/12"), Ok(vec![net("10.96.0.0/12")]));
         assert_eq!(
             validate_service_cidr(net("fd00::1/112"), &CidrConstraints::default()),
-            Err(CidrError::HostBitsSet {
-                canonical: "fd00::/112".to_string()
-            })
+            Err(CidrError::HostBitsSet)
         );
     }
 

@@ -47,8 +47,15 @@ impl ApiError {
         }
     }
 
-    /// An `Invalid` error for `kind`/`name`.
+    /// An `Invalid` error for `kind`/`name`. Kinds outside the core API
+    /// group are named with their group, as kube-apiserver names them
+    /// (`EndpointSlice.discovery.k8s.io "x" is invalid`).
     pub fn invalid(kind: &str, name: &str, errors: Vec<FieldError>) -> ApiError {
+        let kind = match kind {
+            "EndpointSlice" => "EndpointSlice.discovery.k8s.io",
+            "ServiceCIDR" => "ServiceCIDR.networking.k8s.io",
+            core => core,
+        };
         ApiError::Invalid {
             kind: kind.to_string(),
             name: name.to_string(),

@@ -18,6 +18,7 @@ pub mod error;
 pub mod objects;
 pub mod proxy;
 pub mod prune;
+pub mod service_cidrs;
 pub mod services;
 pub mod slice_store;
 pub mod slices;
@@ -54,6 +55,8 @@ pub struct ControlPlane {
     /// plane to undo a refused change copies no Service.
     services: BTreeMap<ObjectKey, Arc<Service>>,
     service_cidrs: BTreeMap<String, ServiceCidr>,
+    /// The `kubernetes` ServiceCIDR: the flag's ranges.
+    default_service_cidr: ServiceCidr,
     pods: BTreeMap<ObjectKey, Pod>,
     nodes: BTreeMap<String, Node>,
     endpoint_slices: SliceStore,
@@ -74,6 +77,7 @@ impl ControlPlane {
     /// gives the configured apiservers a lease at time 0.
     pub fn new(config: ClusterConfig) -> Result<ControlPlane, ConfigError> {
         let config = config.validate()?;
+        let default_service_cidr = service_cidrs::default_service_cidr(&config.service_cidrs);
         let cluster_ips = ClusterIpAllocator::new(config.service_cidrs.iter().copied())
             .map_err(|e| ConfigError::ServiceCidr(e.to_string()))?;
         let node_ports = NodePortAllocator::new(config.node_ports);
@@ -82,6 +86,7 @@ impl ControlPlane {
             config,
             services: BTreeMap::new(),
             service_cidrs: BTreeMap::new(),
+            default_service_cidr,
             pods: BTreeMap::new(),
             nodes: BTreeMap::new(),
             endpoint_slices: SliceStore::default(),
@@ -121,11 +126,6 @@ impl ControlPlane {
         self.services
             .get(&(namespace.to_string(), name.to_string()))
             .map(|s| &**s)
-    }
-
-    /// The ServiceCIDR objects added beyond `--service-cluster-ip-range`.
-    pub fn service_cidrs(&self) -> impl Iterator<Item = &ServiceCidr> {
-        self.service_cidrs.values()
     }
 
     /// The ClusterIP allocator (for usage reports and the range map).

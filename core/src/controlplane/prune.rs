@@ -244,9 +244,11 @@ mod tests {
         let text = "apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec: {clusterIP: 10.200.0.10, ports: [{port: 80}]}\n---\napiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: more}\nspec: {cidrs: [10.200.0.0/24]}\n";
         cp.apply_set(&objects(text)).unwrap();
         assert_eq!(cp.service("default", "extra").unwrap().spec.cluster_ip, "10.200.0.10");
-        // Both leave together: the Service goes first, so the CIDR can go.
+        // Both leave together: the Service goes first, so the CIDR can go;
+        // only the default one stays.
         cp.apply_set::<Object>(&[]).unwrap();
-        assert_eq!(cp.service_cidrs().count(), 0);
+        let names: Vec<&str> = cp.service_cidrs().map(|c| c.metadata.name.as_str()).collect();
+        assert_eq!(names, ["kubernetes"]);
     }
 
     fn keys(outcome: &SetOutcome) -> Vec<String> {

@@ -116,6 +116,7 @@ impl ControlPlane {
         for port in old_ports.iter().filter(|p| !new_ports.contains(p)) {
             self.node_ports.release(*port);
         }
+        self.finish_terminating_service_cidrs();
         svc.metadata.uid = old.metadata.uid.clone();
         svc.metadata.resource_version = old.metadata.resource_version.clone();
         if svc != old {
@@ -165,10 +166,12 @@ impl ControlPlane {
                     ips.push(ip.to_string());
                 }
                 None => {
-                    let ip = self
-                        .cluster_ips
-                        .allocate_next(*family, &mut self.rng)
-                        .map_err(|e| ApiError::Internal(format!("failed to allocate a serviceIP: {e}")))?;
+                    let ip = self.cluster_ips.allocate_next(*family, &mut self.rng).map_err(|e| {
+                        ApiError::Internal(format!(
+                            "failed to allocate a serviceIP for Service {:?}: {e}",
+                            svc.metadata.name
+                        ))
+                    })?;
                     taken.ips.push(ip);
                     ips.push(ip.to_string());
                 }
@@ -290,6 +293,7 @@ impl ControlPlane {
         for port in held_ports(svc) {
             self.node_ports.release(port);
         }
+        self.finish_terminating_service_cidrs();
     }
 }
 

@@ -155,6 +155,15 @@ impl ControlPlane {
             .into_iter()
             .map(|c| (c.metadata.name.clone(), c))
             .collect();
+        for held in cp
+            .service_cidrs
+            .values()
+            .filter(|c| c.metadata.deletion_timestamp.is_some())
+        {
+            for cidr in super::service_cidrs::object_cidrs(held) {
+                cp.cluster_ips.set_terminating(cidr);
+            }
+        }
         let namespaced = |namespace: &str, name: &str| (namespace.to_string(), name.to_string());
         cp.pods = snapshot
             .pods

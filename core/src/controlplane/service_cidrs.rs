@@ -1,0 +1,240 @@
+//! ServiceCIDR objects (`networking.k8s.io/v1`): the default `kubernetes`
+//! one made from `--service-cluster-ip-range`, the ones users add, their
+//! validation, and deletion held while their addresses are in use.
+//!
+//! What kube-apiserver and its ServiceCIDR controller do, with two rules of
+//! svcnet's own: ranges may not overlap (svcnet's allocator keeps one
+//! bitmap per range), and a range of a family the cluster does not serve
+//! is refused (Kubernetes accepts it and never allocates from it). Both
+//! are listed in `tests/k8s/KNOWN_DIFFERENCES.md`.
+
+use super::{ApiError, Applied, ApplyAction, ControlPlane};
+use crate::api::manifest::Object;
+use crate::api::ServiceCidr;
+use crate::apiserver::service_cidr::{parse_cidr, validate_service_cidr, CidrError};
+use crate::family::IpFamily;
+use crate::field::{BadValue, FieldError, FieldPath};
+use ipnetwork::IpNetwork;
+
+/// The default ServiceCIDR's name.
+pub const DEFAULT_SERVICE_CIDR_NAME: &str = "kubernetes";
+
+/// Kubernetes' example of a valid CIDR, in its CIDR messages.
+const CIDR_EXAMPLE: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+
+/// The default ServiceCIDR for these ranges (`kubectl get servicecidr
+/// kubernetes`).
+pub fn default_service_cidr(cidrs: &[IpNetwork]) -> ServiceCidr {
+    let mut obj = ServiceCidr {
+        api_version: "networking.k8s.io/v1".into(),
+        kind: "ServiceCIDR".into(),
+        ..ServiceCidr::default()
+    };
+    obj.metadata.name = DEFAULT_SERVICE_CIDR_NAME.into();
+    obj.spec.cidrs = cidrs.iter().map(ToString::to_string).collect();
+    obj
+}
+
+impl ControlPlane {
+    /// Every ServiceCIDR: the default one first, then the users', by name.
+    pub fn service_cidrs(&self) -> impl Iterator<Item = &ServiceCidr> {
+        std::iter::once(&self.default_service_cidr).chain(self.service_cidrs.values())
+    }
+
+    /// Creates a ServiceCIDR; its spec may not change afterwards.
+    pub(super) fn apply_service_cidr(&mut self, mut obj: ServiceCidr) -> Result<Applied, ApiError> {
+        let name = obj.metadata.name.clone();
+        obj.api_version = "networking.k8s.io/v1".into();
+        obj.kind = "ServiceCIDR".into();
+        obj.metadata.namespace.clear();
+        let existing = if name == DEFAULT_SERVICE_CIDR_NAME {
+            Some(&self.default_service_cidr)
+        } else {
+            self.service_cidrs.get(&name)
+        };
+        if let Some(old) = existing {
+            if old.spec.cidrs == obj.spec.cidrs {
+                return Ok(Applied {
+                    action: ApplyAction::Unchanged,
+                    object: Object::ServiceCidr(Box::new(old.clone())),
+                });
+            }
+            return Err(ApiError::invalid(
+                "ServiceCIDR",
+                &name,
+                immutable(&old.spec.cidrs, &obj.spec.cidrs),
+            ));
+        }
+        let cidrs = self.validate_service_cidr_object(&obj)?;
+        let mut added = Vec::new();
+        for (i, cidr) in cidrs.iter().enumerate() {
+            if let Err(e) = self.cluster_ips.add_cidr(*cidr) {
+                for c in &added {
+                    self.cluster_ips.remove_cidr(*c);
+                }
+                let path = FieldPath::new("spec").child("cidrs").index(i);
+                return Err(ApiError::invalid(
+                    "ServiceCIDR",
+                    &name,
+                    vec![FieldError::invalid(&path, cidr.to_string(), &e.to_string())],
+                ));
+            }
+            added.push(*cidr);
+        }
+        self.service_cidrs.insert(name, obj.clone());
+        Ok(Applied {
+            action: ApplyAction::Created,
+            object: Object::ServiceCidr(Box::new(obj)),
+        })
+    }
+
+    /// kube-apiserver's checks, in its order, then svcnet's own.
+    fn validate_service_cidr_object(&self, obj: &ServiceCidr) -> Result<Vec<IpNetwork>, ApiError> {
+        let name = &obj.metadata.name;
+        let path = FieldPath::new("spec").child("cidrs");
+        let invalid = |errs| Err(ApiError::invalid("ServiceCIDR", name, errs));
+        let mut errs = Vec::new();
+        if name.is_empty() {
+            errs.push(FieldError::required(
+                &FieldPath::new("metadata").child("name"),
+                "name or generateName is required",
+            ));
+        }
+        let cidrs = &obj.spec.cidrs;
+        if cidrs.is_empty() {
+            errs.push(FieldError::required(&path, "at least one CIDR required"));
+            return invalid(errs);
+        }
+        if cidrs.len() > 2 {
+            // kube-apiserver prints the whole spec, as Go's JSON of its
+            // internal type.
+            let spec = serde_json::json!({ "CIDRs": cidrs }).to_string();
+            errs.push(FieldError::invalid(
+                &path,
+                BadValue::Json(spec),
+                "may only hold up to 2 values",
+            ));
+            return invalid(errs);
+        }
+        let mut parsed = Vec::new();
+        for (i, text) in cidrs.iter().enumerate() {
+            match parse_cidr(text) {
+                Err(_) => errs.push(FieldError::invalid(&path.index(i), text.as_str(), CIDR_EXAMPLE)),
+                Ok(net) if net.ip() != net.network() => errs.push(FieldError::invalid(
+                    &path.index(i),
+                    text.as_str(),
+                    &CidrError::HostBitsSet.to_string(),
+                )),
+                Ok(net) => parsed.push((i, net)),
+            }
+        }
+        if let [(_, a), (_, b)] = parsed.as_slice() {
+            if a.is_ipv4() == b.is_ipv4() {
+                errs.push(FieldError::invalid(
+                    &path,
+                    BadValue::StrList(cidrs.clone()),
+                    "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64",
+                ));
+            }
+        }
+        if !errs.is_empty() {
+            return invalid(errs);
+        }
+        for (i, net) in &parsed {
+            let text = cidrs[*i].as_str();
+            let family = IpFamily::of(net.ip());
+            if let Err(e) = validate_service_cidr(*net, &self.config.constraints) {
+                errs.push(FieldError::invalid(&path.index(*i), text, &e.to_string()));
+            } else if !self.families().contains(&family) {
+                let detail = format!(
+                    "{family} is not configured on this cluster: --service-cluster-ip-range has no {family} CIDR \
+                     (Kubernetes accepts such a ServiceCIDR but never allocates from it)"
+                );
+                errs.push(FieldError::invalid(&path.index(*i), text, &detail));
+            }
+        }
+        if errs.is_empty() {
+            Ok(parsed.into_iter().map(|(_, net)| net).collect())
+        } else {
+            invalid(errs)
+        }
+    }
+
+    /// Deletes a ServiceCIDR. While Services hold addresses from it, it
+    /// stays, terminating (`deletionTimestamp` set, nothing new allocated
+    /// from it), and goes when the last one is released, as the
+    /// ServiceCIDR controller's finalizer does. Deleting the default one
+    /// recreates it at once.
+    pub(super) fn delete_service_cidr(&mut self, name: &str) -> Result<ServiceCidr, ApiError> {
+        if name == DEFAULT_SERVICE_CIDR_NAME {
+            return Ok(self.default_service_cidr.clone());
+        }
+        let obj = self
+            .service_cidrs
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ApiError::NotFound {
+                resource: "servicecidrs".into(),
+                name: name.into(),
+            })?;
+        let cidrs = object_cidrs(&obj);
+        if cidrs.iter().any(|c| self.cluster_ips.in_use(*c)) {
+            for c in &cidrs {
+                self.cluster_ips.set_terminating(*c);
+            }
+            let now = self.now.rfc3339();
+            if let Some(held) = self.service_cidrs.get_mut(name) {
+                held.metadata.deletion_timestamp.get_or_insert(now);
+                return Ok(held.clone());
+            }
+        }
+        for c in cidrs {
+            self.cluster_ips.remove_cidr(c);
+        }
+        self.service_cidrs.remove(name);
+        Ok(obj)
+    }
+
+    /// Removes the terminating ServiceCIDRs nothing is allocated from any
+    /// more; run whenever addresses are released.
+    pub(super) fn finish_terminating_service_cidrs(&mut self) {
+        let done: Vec<String> = self
+            .service_cidrs
+            .values()
+            .filter(|o| o.metadata.deletion_timestamp.is_some())
+            .filter(|o| object_cidrs(o).iter().all(|c| !self.cluster_ips.in_use(*c)))
+            .map(|o| o.metadata.name.clone())
+            .collect();
+        for name in done {
+            if let Some(obj) = self.service_cidrs.remove(&name) {
+                for c in object_cidrs(&obj) {
+                    self.cluster_ips.remove_cidr(c);
+                }
+            }
+        }
+    }
+}
+
+/// The ranges of a stored (validated) ServiceCIDR.
+pub(super) fn object_cidrs(obj: &ServiceCidr) -> Vec<IpNetwork> {
+    obj.spec.cidrs.iter().filter_map(|c| c.parse().ok()).collect()
+}
+
+/// `spec.cidrs[i]: Invalid value: "...": field is immutable` for each
+/// changed entry (the whole list when its length changed).
+fn immutable(old: &[String], new: &[String]) -> Vec<FieldError> {
+    let path = FieldPath::new("spec").child("cidrs");
+    if old.len() != new.len() {
+        return vec![FieldError::invalid(
+            &path,
+            BadValue::StrList(new.to_vec()),
+            "field is immutable",
+        )];
+    }
+    old.iter()
+        .zip(new)
+        .enumerate()
+        .filter(|(_, (o, n))| o != n)
+        .map(|(i, (_, n))| FieldError::invalid(&path.index(i), n.as_str(), "field is immutable"))
+        .collect()
+}
