@@ -240,8 +240,8 @@ async function main() {
     for (const [cidr, core, plain] of [
       ['10.96.0.0/30', /at least 8 IP addresses/, /Too small/],
       ['10.244.0.0/16', /overlaps the pod CIDR/, /pods use 10\.244\.0\.0\/16/],
-      ['10.96.0.5/12', /did you mean "10\.96\.0\.0\/12"/, /must be the first address/],
-      ['banana', /must be a valid CIDR value/, /not a CIDR/],
+      ['fd00:10:96::/48', /shortest allowed prefix length for service CIDR is 64/, /Too big/],
+      ['banana', /service-cluster-ip-range\[0\] is not a valid cidr/, /not a CIDR/],
     ]) {
       await page.fill('#cidr-input', cidr);
       await page.press('#cidr-input', 'Enter');
@@ -264,7 +264,7 @@ async function main() {
     await page.press('#cidr-input', 'Enter');
     assert.equal(await page.locator('#range-map .cells .cell').count(), 8);
     for (let i = 1; i <= 5; i++) assert.match(await kubectl(page, `kubectl create svc clusterip s${i} --tcp=80`), new RegExp(`service/s${i} created`));
-    assert.match(await kubectl(page, 'kubectl create svc clusterip s6 --tcp=80'), /Error from server \(InternalError\): Internal error occurred: failed to allocate a serviceIP: range is full/);
+    assert.match(await kubectl(page, 'kubectl create svc clusterip s6 --tcp=80'), /Error from server \(InternalError\): Internal error occurred: failed to allocate a serviceIP for Service "s6": range is full/);
     assert.equal(await page.locator('#range-map .cell.used').count(), 6);
     await shot(page, '08-range-29');
     await page.context().close();

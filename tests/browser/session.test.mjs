@@ -36,7 +36,7 @@ test('errors are Kubernetes\' own', () => {
   assert.equal(s.run('kubectl create deployment x').text, 'error: required flag(s) "image" not set');
   const small = start('10.96.0.0/29');
   for (let i = 0; i < 5; i++) assert.equal(small.run(`kubectl create svc clusterip s${i} --tcp=80`).ok, true);
-  assert.equal(small.run('kubectl create svc clusterip s5 --tcp=80').text, 'Error from server (InternalError): Internal error occurred: failed to allocate a serviceIP: range is full');
+  assert.equal(small.run('kubectl create svc clusterip s5 --tcp=80').text, 'Error from server (InternalError): Internal error occurred: failed to allocate a serviceIP for Service "s5": range is full');
 });
 
 test('deployments make pods with sequential IPs from node-1\'s pod range; deleting one replaces it', () => {

@@ -19,11 +19,11 @@ function nativeStep(vector, step) {
 const service = (name, extra = '') =>
   `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}}\nspec: {ports: [{port: 80}]${extra}}\n`;
 
-const RANGE_FULL = 'Internal error occurred: failed to allocate a serviceIP: range is full';
+const rangeFull = (name) => `Internal error occurred: failed to allocate a serviceIP for Service "${name}": range is full`;
 
 test('a /29 fills up, then apply throws the native "range is full" Error', () => {
   // tests/vectors/clusterip-29-and-30.yaml, step 3, records the native message.
-  assert.equal(nativeStep('clusterip-29-and-30', 3).error, RANGE_FULL);
+  assert.equal(nativeStep('clusterip-29-and-30', 3).error, rangeFull('one-more-0'));
 
   const cluster = new Cluster({ serviceClusterIpRange: '192.168.100.0/29', seed: 11 });
   assert.equal(cluster.kubernetesIp, '192.168.100.1');
@@ -35,7 +35,7 @@ test('a /29 fills up, then apply throws the native "range is full" Error', () =>
   assert.deepEqual(ips.toSorted(), ['192.168.100.2', '192.168.100.3', '192.168.100.4', '192.168.100.5', '192.168.100.6']);
   assert.throws(
     () => cluster.apply(service('one-more')),
-    (e) => e instanceof Error && e.message === RANGE_FULL && e.applied.length === 0,
+    (e) => e instanceof Error && e.message === rangeFull('one-more') && e.applied.length === 0,
   );
   assert.equal(cluster.usage().clusterIPs[0].used, '6');
 });
@@ -47,7 +47,7 @@ test('a manifest with refused objects throws their messages joined by newlines, 
     () => cluster.apply(manifest),
     (e) =>
       e instanceof Error &&
-      e.message === `${RANGE_FULL}\n${RANGE_FULL}` &&
+      e.message === `${rangeFull('s5')}\n${rangeFull('s6')}` &&
       e.applied.map((s) => s.metadata.name).join() === 's0,s1,s2,s3,s4',
   );
   assert.equal(cluster.get('Service', 'default').length, 6);

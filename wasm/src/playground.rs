@@ -111,7 +111,7 @@ mod tests {
         let full = kubectl_apply(&mut cp, &SVC.replace("web", "full"));
         assert_eq!(
             full[0],
-            json!({"ok": false, "reason": "InternalError", "text": "Internal error occurred: failed to allocate a serviceIP: range is full"})
+            json!({"ok": false, "reason": "InternalError", "text": "Internal error occurred: failed to allocate a serviceIP for Service \"full\": range is full"})
         );
     }
 

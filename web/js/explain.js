@@ -3,11 +3,9 @@
 // says what it means for someone choosing a range.
 
 const RULES = [
-  [/at least one valid cidr/, 'The range is empty. Type a CIDR such as 10.96.0.0/12: an address, a slash, and how many leading bits are fixed.'],
   [/more than two entries/, 'A cluster has at most two service ranges: one IPv4 and one IPv6, separated by a comma (dual-stack).'],
   [/must be of different IP family/, 'Two ranges are allowed only for dual-stack: one IPv4 and one IPv6, not two of the same kind.'],
-  [/must be a valid CIDR value/, 'That is not a CIDR. Write an address, a slash and a prefix length, for example 10.96.0.0/12 or fd00:10:96::/112.'],
-  [/bits set beyond the prefix/, 'The address part must be the first address of the block: with this prefix length the last bits have to be zero. Use the suggested range.'],
+  [/is not a valid cidr|is not an ip net/, 'That is not a CIDR. Write an address, a slash and a prefix length, for example 10.96.0.0/12 or fd00:10:96::/112.'],
   [/IPv4-mapped IPv6/, 'Use a plain IPv4 range (10.96.0.0/12) or a real IPv6 range, not IPv4 written inside IPv6.'],
   [/at least 8 IP addresses/, 'Too small: the first address goes to the kubernetes Service and the network and broadcast addresses are never used, so a range needs at least 8 addresses (/29 for IPv4, /125 for IPv6).'],
   [/shortest allowed prefix length for service CIDR is 64/, 'Too big: an IPv6 service range can be at most a /64. Use a longer prefix such as /112.'],

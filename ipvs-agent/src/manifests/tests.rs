@@ -110,7 +110,7 @@ fn allocation_failures_are_named_too() {
     assert_eq!(
         apply(std::slice::from_ref(&file)).unwrap_err(),
         format!(
-            "{}: document 2 (Service default/b): spec.clusterIPs: Invalid value: []string{{\"10.96.0.10\"}}: failed to allocate IP 10.96.0.10: provided IP is already allocated",
+            "{}: document 2 (Service default/b): spec.clusterIPs: Invalid value: [\"10.96.0.10\"]: failed to allocate IP 10.96.0.10: provided IP is already allocated",
             file.display()
         )
     );
