@@ -28,7 +28,7 @@ step = @printf '\n==> make %s\n' '$@'
 help: ## List the targets
 	@echo 'Usage: make <target>'
 	@echo
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 deps: ## Install what the tests need (the wasm32 toolchain fallback, wasm-bindgen-cli); idempotent
 	$(step)
@@ -102,7 +102,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check vm-smoke vm-kernel vm-ipvsadm vm-agent
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance vm-smoke vm-kernel vm-ipvsadm vm-agent
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
@@ -110,6 +110,23 @@ demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel unde
 tour: ## The narrated tour of the core alone (no kernel): CIDRs, ClusterIPs, EndpointSlices, the IPVS table, DNS
 	$(step)
 	$(CARGO) run -q -p svcnet-core --example tour -- examples/services.yaml examples/pods.yaml
+
+# Real Kubernetes as the reference (scripts/k8s.sh, tests/k8s/): v1.37.2
+# built from the Go module proxy, cached by version outside the repo.
+.PHONY: k8s k8s-up k8s-down k8s-conformance
+k8s: ## Build kube-apiserver, kube-controller-manager, kube-proxy, kubectl v1.37.2 and etcd (cached in ~/.cache/svcnet/k8s)
+	$(step)
+	scripts/k8s.sh build
+
+k8s-up: k8s ## Start a real control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager); prints KUBECONFIG=
+	scripts/k8s.sh up
+
+k8s-down: ## Stop the control plane k8s-up started and remove its data
+	scripts/k8s.sh down
+
+k8s-conformance: k8s ## svcnet's core against the real kube-apiserver and kube-controller-manager: tests/k8s/cases, report in target/k8s/conformance.md
+	$(step)
+	$(CARGO) run -q -p svcnet-k8s-conformance
 
 .PHONY: vm-smoke
 vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (installs what it needs)

@@ -5,6 +5,7 @@
 #                          kube-proxy, kubectl (v1.37.2) and etcd (v3.6) from
 #                          the Go module proxy, cached by version
 #   scripts/k8s.sh bin     print the folder holding those binaries
+#   scripts/k8s.sh deps    install curl, openssl and python3 if missing
 #   scripts/k8s.sh up      start etcd, kube-apiserver and
 #                          kube-controller-manager on 127.0.0.1; the last
 #                          line printed is KUBECONFIG=<absolute path>
@@ -61,6 +62,7 @@ cmd_build() {
         return
     fi
     command -v go >/dev/null || die "go is not on PATH: building Kubernetes needs Go 1.26 or later"
+    cmd_deps
     local started=$SECONDS step=0 steps=5
     progress() { step=$((step + 1)); say "k8s.sh: [$step/$steps] $* ($((SECONDS - started)) s so far)"; }
     mkdir -p "$CACHE/kubernetes" "$CACHE/etcd" "$BIN.new"
@@ -87,7 +89,7 @@ cmd_build() {
         go mod edit "${args[@]}"
         local tools=()
         for m in "${K8S_COMMANDS[@]}"; do tools+=("k8s.io/kubernetes/cmd/$m@$K8S_VERSION"); done
-        go get -tool "${tools[@]}"
+        go get -tool "${tools[@]}" 2>"$CACHE/go-get.log" || { tail -n 20 "$CACHE/go-get.log" >&2; exit 1; }
     )
 
     progress "compiling ${K8S_COMMANDS[*]} (the longest step: about 10 minutes on 2 cores with an empty Go cache)"
@@ -104,7 +106,8 @@ cmd_build() {
     (
         cd "$CACHE/etcd"
         printf 'module svcnet-etcd-build\n\ngo 1.26.0\n' >go.mod
-        go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+        go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>"$CACHE/go-get-etcd.log" ||
+            { tail -n 20 "$CACHE/go-get-etcd.log" >&2; exit 1; }
         go build -trimpath -ldflags "-s -w" -o "$BIN.new/etcd" go.etcd.io/etcd/server/v3
     )
 
@@ -120,6 +123,17 @@ cmd_build() {
     rm -rf "$BIN"
     mv "$BIN.new" "$BIN"
     say "k8s.sh: built Kubernetes $K8S_VERSION and etcd $ETCD_VERSION in $BIN in $((SECONDS - started)) s"
+}
+
+# What `up` and the conformance runner call besides the binaries.
+cmd_deps() {
+    local missing=()
+    command -v curl >/dev/null || missing+=(curl)
+    command -v openssl >/dev/null || missing+=(openssl)
+    command -v python3 >/dev/null || missing+=(python3)
+    ((${#missing[@]} == 0)) && return
+    say "k8s.sh: installing ${missing[*]} (apt-get)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
 # --- up / down / env -----------------------------------------------------------
@@ -213,6 +227,7 @@ first_service_ip() {
 
 cmd_up() {
     built || cmd_build
+    cmd_deps
     if running; then
         die "a control plane is already running (target/k8s); 'scripts/k8s.sh down' stops it"
     fi
@@ -289,7 +304,7 @@ KUBECONFIG=$RUN/kubeconfig
 SVCNET_K8S_BIN=$BIN
 SVCNET_K8S_SERVICE_CIDR=$cidr
 SVCNET_K8S_NODE_PORT_RANGE=$node_ports
-SVCNET_K8S_APISERVER=$advertise:$api_port
+SVCNET_K8S_APISERVER=$([[ $advertise == *:* ]] && echo "[$advertise]" || echo "$advertise"):$api_port
 SVCNET_K8S_SERVER=$server
 EOF
     say "k8s.sh: etcd, kube-apiserver ($server) and kube-controller-manager are up in $((SECONDS - started)) s"
@@ -328,6 +343,7 @@ cmd_env() {
 
 case "${1:-}" in
     build) cmd_build ;;
+    deps) cmd_deps ;;
     bin) say "$BIN" ;;
     up) cmd_up ;;
     down) cmd_down ;;
