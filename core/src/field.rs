@@ -28,6 +28,11 @@ impl FieldPath {
         FieldPath(format!("{}[{}]", self.0, i))
     }
 
+    /// Entry `key` of this map field (`metadata.annotations[key]`).
+    pub fn key(&self, key: &str) -> FieldPath {
+        FieldPath(format!("{}[{}]", self.0, key))
+    }
+
     /// The path as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -41,7 +46,7 @@ impl fmt::Display for FieldPath {
 }
 
 /// A value quoted the way kube-apiserver prints it: strings in double quotes,
-/// numbers bare, string lists as Go's `[]string{"a", "b"}`.
+/// numbers bare, anything else as JSON (`["a","b"]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BadValue {
     /// A string value, printed quoted.

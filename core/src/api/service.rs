@@ -48,16 +48,26 @@ pub struct ServiceSpec {
     #[serde(default, rename = "clusterIP", skip_serializing_if = "String::is_empty")]
     pub cluster_ip: String,
     /// All ClusterIPs, primary first (two for dual-stack).
-    #[serde(default, rename = "clusterIPs", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "clusterIPs",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
     pub cluster_ips: Vec<String>,
     /// `IPv4` and/or `IPv6`, in the order of `clusterIPs`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_empty")]
     pub ip_families: Vec<String>,
     /// `SingleStack`, `PreferDualStack` or `RequireDualStack`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_family_policy: Option<String>,
     /// Extra addresses traffic may arrive on.
-    #[serde(default, rename = "externalIPs", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "externalIPs",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
     pub external_ips: Vec<String>,
     /// DNS name an ExternalName Service aliases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +99,23 @@ pub struct ServiceSpec {
     /// Load balancer implementation class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_balancer_class: Option<String>,
+    /// For LoadBalancer: the client CIDRs the load balancer lets in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_empty")]
+    pub load_balancer_source_ranges: Vec<String>,
+    /// How traffic is spread over endpoints: `PreferClose`,
+    /// `PreferSameZone` or `PreferSameNode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_distribution: Option<String>,
+}
+
+/// A list that may be written as `null`, which the API server reads as
+/// empty (an apply that unsets `clusterIPs: null`).
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// One entry of `spec.ports`.

@@ -42,11 +42,13 @@ pub enum Area {
     Kubectl,
     /// Dual-stack Services.
     DualStack,
+    /// The behaviour vectors of `tests/vectors/`, replayed.
+    Vectors,
 }
 
 impl Area {
     /// Every area, in report order.
-    pub const ALL: [Area; 8] = [
+    pub const ALL: [Area; 9] = [
         Area::Admission,
         Area::Defaulting,
         Area::Allocation,
@@ -55,6 +57,7 @@ impl Area {
         Area::EndpointSlices,
         Area::Kubectl,
         Area::DualStack,
+        Area::Vectors,
     ];
 
     /// The heading the report and README use.
@@ -68,6 +71,7 @@ impl Area {
             Area::EndpointSlices => "EndpointSlices",
             Area::Kubectl => "kubectl tables",
             Area::DualStack => "Dual-stack",
+            Area::Vectors => "Behaviour vectors replayed",
         }
     }
 }
@@ -110,8 +114,9 @@ pub enum Step {
     /// `POST` each object of the manifest (`kubectl create`); output:
     /// each object's outcome (created, or the error text).
     Create(String),
-    /// Server-side apply of each object (`kubectl apply`), creating or
-    /// updating it; output: each object's outcome.
+    /// Each object applied as `kubectl apply` does it: created when
+    /// missing, else patched (strategic merge); output: each object's
+    /// outcome.
     Apply(String),
     /// Deletes an object; output: its outcome.
     Delete(ObjectName),

@@ -15,6 +15,7 @@ mod ours;
 mod real;
 mod report;
 mod steps;
+mod vectors;
 
 use case::{Case, ClusterFlags};
 use normalize::Ranges;
@@ -26,7 +27,9 @@ use std::process::ExitCode;
 
 const USAGE: &str = "usage: k8s-conformance [--root DIR] [CASE ...]
 
-Runs tests/k8s/cases/*.yaml (or only the named cases) against the real
+Runs tests/k8s/cases/*.yaml and the replayable steps of tests/vectors/*.yaml
+(cases vector-<name>), or only the named cases (a trailing * matches a
+prefix: 'admission-*'), against the real
 Kubernetes control plane (scripts/k8s.sh up, started and stopped here)
 and against svcnet's core, and writes target/k8s/conformance.md.";
 
@@ -66,13 +69,21 @@ fn usage(problem: &str) -> ExitCode {
 /// Runs the cases; true when every one passed.
 fn run(root: &std::path::Path, only: &[String]) -> Result<bool, String> {
     let mut cases = case::load_cases(&root.join("tests/k8s/cases"))?;
+    cases.extend(vectors::load(&root.join("tests/vectors"))?);
     if !only.is_empty() {
-        for name in only {
-            if !cases.iter().any(|c| &c.name == name) {
-                return Err(format!("no case named {name} in tests/k8s/cases"));
+        // A name ending in `*` picks every case it starts.
+        let picks = |pattern: &String, name: &str| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        };
+        for pattern in only {
+            if !cases.iter().any(|c| picks(pattern, &c.name)) {
+                return Err(format!(
+                    "no case named {pattern} in tests/k8s/cases (or vector-<name> in tests/vectors)"
+                ));
             }
         }
-        cases.retain(|c| only.contains(&c.name));
+        cases.retain(|c| only.iter().any(|p| picks(p, &c.name)));
     }
     let known = known::load(&root.join("tests/k8s/KNOWN_DIFFERENCES.md"))?;
     let mut reports = Vec::new();

@@ -12,9 +12,6 @@ use std::time::{Duration, Instant};
 /// How long a read waits for kube-controller-manager to catch up.
 const SETTLE: Duration = Duration::from_secs(20);
 
-/// The field manager of the suite's server-side applies.
-const FIELD_MANAGER: &str = "svcnet-conformance";
-
 /// A case in progress: both sides, its namespace, what it sent, and what
 /// must be cleaned up after it.
 pub struct CaseRun<'a> {
@@ -32,6 +29,8 @@ pub struct CaseRun<'a> {
     held_pods: Vec<(String, String)>,
     /// Cluster-scoped objects the case created: `(kind, name)`.
     cluster_objects: Vec<(String, String)>,
+    /// Namespaces the case's objects named, created on the real side.
+    namespaces: Vec<String>,
 }
 
 /// Both sides' output of a step.
@@ -58,6 +57,7 @@ impl<'a> CaseRun<'a> {
             sent: BTreeMap::new(),
             held_pods: Vec::new(),
             cluster_objects: Vec::new(),
+            namespaces: Vec::new(),
         })
     }
 
@@ -79,9 +79,31 @@ impl<'a> CaseRun<'a> {
                 let _ = self.real.request("DELETE", &path, "", None);
             }
         }
-        let _ = self
+        for ns in self.namespaces.iter().chain([&self.namespace]) {
+            let _ = self
+                .real
+                .request("DELETE", &format!("/api/v1/namespaces/{ns}"), "", None);
+        }
+    }
+
+    /// Creates a namespace an object names (other than the case's own and
+    /// `default`), once.
+    fn ensure_namespace(&mut self, namespace: &str) -> Result<(), String> {
+        if namespace.is_empty() || namespace == "default" || namespace == self.namespace {
+            return Ok(());
+        }
+        if self.namespaces.iter().any(|n| n == namespace) {
+            return Ok(());
+        }
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+        let answer = self
             .real
-            .request("DELETE", &format!("/api/v1/namespaces/{}", self.namespace), "", None);
+            .request("POST", "/api/v1/namespaces", "application/json", Some(&ns.to_string()))?;
+        if !answer.ok() && answer.code != 409 {
+            return Err(format!("creating namespace {namespace}: {}", answer.message()));
+        }
+        self.namespaces.push(namespace.to_string());
+        Ok(())
     }
 
     /// Runs one step on both sides.
@@ -117,23 +139,40 @@ impl<'a> CaseRun<'a> {
     fn objects(&self, text: &str) -> Result<Vec<Value>, String> {
         let mut out = Vec::new();
         for doc in serde_yaml_ng::Deserializer::from_str(text) {
-            let mut value = Value::deserialize(doc).map_err(|e| format!("the case's manifest: {e}"))?;
+            let value = Value::deserialize(doc).map_err(|e| format!("the case's manifest: {e}"))?;
             if value.is_null() {
                 continue;
             }
-            let kind = value
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if !cluster_scoped(&kind) {
-                if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.entry("namespace").or_insert_with(|| json!(self.namespace));
-                }
+            // The items of a `kind: List` are objects of their own.
+            let items = match value.get("kind").and_then(Value::as_str) {
+                Some("List") => value
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => vec![value],
+            };
+            for value in items {
+                out.push(self.in_namespace(value));
             }
-            out.push(value);
         }
         Ok(out)
+    }
+
+    /// The object, given the case's namespace unless it names one (or is
+    /// cluster-scoped).
+    fn in_namespace(&self, mut value: Value) -> Value {
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !cluster_scoped(&kind) {
+            if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.entry("namespace").or_insert_with(|| json!(self.namespace));
+            }
+        }
+        value
     }
 
     fn write(&mut self, text: &str, how: Write) -> Result<Outputs, String> {
@@ -165,6 +204,12 @@ impl<'a> CaseRun<'a> {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        self.ensure_namespace(namespace)?;
+        // A kubelet, not a user, writes a Pod's status: create, then patch.
+        let how = match (how, kind) {
+            (Write::Apply, "Pod" | "Node") if object.get("status").is_some() => Write::Pods,
+            _ => how,
+        };
         let answer = match how {
             Write::Create | Write::Pods => {
                 let path = resource_path(kind, namespace, "")?;
@@ -176,13 +221,25 @@ impl<'a> CaseRun<'a> {
                 )?
             }
             Write::Apply => {
+                // As `kubectl apply` does: create what is missing, patch
+                // (strategic merge) what exists.
                 let path = resource_path(kind, namespace, name)?;
-                self.real.request(
-                    "PATCH",
-                    &format!("{path}?fieldManager={FIELD_MANAGER}&force=true&fieldValidation=Strict"),
-                    "application/apply-patch+yaml",
-                    Some(&object.to_string()),
-                )?
+                if self.real.get(&path)?.code == 404 {
+                    let collection = resource_path(kind, namespace, "")?;
+                    self.real.request(
+                        "POST",
+                        &format!("{collection}?fieldValidation=Strict"),
+                        "application/json",
+                        Some(&object.to_string()),
+                    )?
+                } else {
+                    self.real.request(
+                        "PATCH",
+                        &format!("{path}?fieldValidation=Strict"),
+                        "application/strategic-merge-patch+json",
+                        Some(&object.to_string()),
+                    )?
+                }
             }
         };
         if !answer.ok() {

@@ -43,7 +43,11 @@ pub fn default_service(svc: &mut Service) {
         let client = cfg.client_ip.get_or_insert_with(ClientIpConfig::default);
         client.timeout_seconds.get_or_insert(DEFAULT_CLIENT_IP_TIMEOUT_SECONDS);
     }
-    let external = spec.service_type == types::NODE_PORT || spec.service_type == types::LOAD_BALANCER;
+    // Externally accessible: NodePort, LoadBalancer, or a ClusterIP
+    // Service with externalIPs.
+    let external = spec.service_type == types::NODE_PORT
+        || spec.service_type == types::LOAD_BALANCER
+        || (spec.service_type == types::CLUSTER_IP && !spec.external_ips.is_empty());
     if external && spec.external_traffic_policy.is_none() {
         spec.external_traffic_policy = Some("Cluster".into());
     }
@@ -53,12 +57,10 @@ pub fn default_service(svc: &mut Service) {
     if spec.service_type == types::LOAD_BALANCER && spec.allocate_load_balancer_node_ports.is_none() {
         spec.allocate_load_balancer_node_ports = Some(true);
     }
+    // `clusterIP` fills `clusterIPs`, not the other way round: a Service
+    // that gives only `clusterIPs` is refused, as kube-apiserver does.
     if spec.cluster_ips.is_empty() && !spec.cluster_ip.is_empty() {
         spec.cluster_ips = vec![spec.cluster_ip.clone()];
-    } else if spec.cluster_ip.is_empty() {
-        if let Some(first) = spec.cluster_ips.first() {
-            spec.cluster_ip = first.clone();
-        }
     }
 }
 

@@ -10,7 +10,7 @@
 
 use crate::api::service::{types, Service};
 use crate::family::IpFamily;
-use crate::field::{FieldError, FieldPath};
+use crate::field::{BadValue, FieldError, FieldPath};
 
 const SINGLE: &str = "SingleStack";
 const REQUIRE: &str = "RequireDualStack";
@@ -80,9 +80,10 @@ pub fn init_ip_families(svc: &mut Service, old: Option<&Service>, cluster: &[IpF
                 svc.spec.ip_families.push(fam.as_str().to_string());
             } else {
                 let path = FieldPath::new("spec").child("clusterIPs").index(i);
+                // kube-apiserver quotes the whole list here.
                 errs.push(FieldError::invalid(
                     &path,
-                    ip.as_str(),
+                    BadValue::StrList(svc.spec.cluster_ips.clone()),
                     &format!("{fam} is not configured on this cluster"),
                 ));
             }
@@ -199,7 +200,7 @@ mod tests {
         let mut s = svc(None, &[], &["fd00::10"]);
         assert_eq!(
             errors(init_ip_families(&mut s, None, &[IPv4])),
-            vec!["spec.clusterIPs[0]: Invalid value: \"fd00::10\": IPv6 is not configured on this cluster"]
+            vec!["spec.clusterIPs[0]: Invalid value: [\"fd00::10\"]: IPv6 is not configured on this cluster"]
         );
     }
 

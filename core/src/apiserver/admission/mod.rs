@@ -7,6 +7,7 @@
 
 pub mod defaults;
 pub mod ip_families;
+pub mod metadata;
 pub mod names;
 pub mod validation;
 

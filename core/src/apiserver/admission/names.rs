@@ -1,9 +1,9 @@
-//! Name checks: DNS-1035 labels, RFC 1123 labels and subdomains, IANA
-//! service (port) names, IP addresses, with Kubernetes' messages.
+//! Name checks: RFC 1123 labels and subdomains, IANA
+//! service (port) names, qualified names (label keys) and label values, IP
+//! addresses, with Kubernetes' messages.
 
 use std::net::IpAddr;
 
-const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
@@ -21,19 +21,8 @@ fn label_chars_ok(s: &str) -> bool {
         && s.chars().last().is_some_and(is_lower_alnum)
 }
 
-/// Problems with `s` as a DNS-1035 label (Service names), empty if valid.
-pub fn dns1035_label(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    if !(label_chars_ok(s) && s.chars().next().is_some_and(|c| c.is_ascii_lowercase())) {
-        errs.push(DNS1035_MSG.to_string());
-    }
-    errs
-}
-
-/// Problems with `s` as an RFC 1123 label (namespaces, port names).
+/// Problems with `s` as an RFC 1123 label (Service names, namespaces,
+/// port names).
 pub fn dns1123_label(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
@@ -78,6 +67,61 @@ pub fn iana_svc_name(s: &str) -> Vec<String> {
     errs
 }
 
+const LABEL_KEY_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, the name part of a label key.
+fn label_key_name_ok(s: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_alphanumeric();
+    s.chars().next().is_some_and(alnum)
+        && s.chars().last().is_some_and(alnum)
+        && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
+}
+
+/// Problems with `s` as a qualified name: a label key, an annotation key
+/// (lower-cased first), `appProtocol`, `loadBalancerClass`.
+pub fn qualified_name(s: &str) -> Vec<String> {
+    let parts: Vec<&str> = s.split('/').collect();
+    let mut errs = Vec::new();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a valid label key {LABEL_KEY_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            )]
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_string());
+    }
+    if !label_key_name_ok(name) {
+        errs.push(format!("name part {LABEL_KEY_MSG}"));
+    }
+    errs
+}
+
+/// Problems with `s` as a label value (empty is fine).
+pub fn label_value(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !s.is_empty() && !label_key_name_ok(s) {
+        errs.push(LABEL_VALUE_MSG.to_string());
+    }
+    errs
+}
+
 /// Parses an IP address the strict way Kubernetes now does (no leading
 /// zeros, no IPv4-mapped surprises beyond what std accepts).
 pub fn parse_ip(s: &str) -> Option<IpAddr> {
@@ -89,14 +133,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn qualified_names_and_label_values() {
+        assert!(qualified_name("app").is_empty());
+        assert!(qualified_name("example.com/App_1").is_empty());
+        assert_eq!(qualified_name("-bad"), vec![format!("name part {LABEL_KEY_MSG}")]);
+        assert_eq!(qualified_name("/x"), vec!["prefix part must be non-empty".to_string()]);
+        assert!(qualified_name("a/b/c")[0].starts_with("a valid label key must consist"));
+        assert!(label_value("").is_empty());
+        assert!(label_value("v1.2_x").is_empty());
+        assert_eq!(label_value("no spaces"), vec![LABEL_VALUE_MSG.to_string()]);
+    }
+
+    #[test]
     fn labels() {
-        assert!(dns1035_label("my-svc").is_empty());
-        assert!(!dns1035_label("1svc").is_empty());
-        assert!(!dns1035_label("My").is_empty());
+        assert!(dns1123_label("my-svc").is_empty());
         assert!(dns1123_label("1svc").is_empty());
+        assert!(!dns1123_label("My").is_empty());
         assert!(!dns1123_label("-a").is_empty());
         assert_eq!(
-            dns1035_label(&"a".repeat(64)),
+            dns1123_label(&"a".repeat(64)),
             vec!["must be no more than 63 characters".to_string()]
         );
         assert!(dns1123_subdomain("db.example.com").is_empty());

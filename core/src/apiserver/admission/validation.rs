@@ -1,141 +1,186 @@
 //! Service validation: every rule kube-apiserver checks on create and
-//! update, reported as field errors with Kubernetes' wording.
+//! update, in its order, reported as field errors with Kubernetes' wording
+//! (even where it prints a Go struct, as for duplicate ports).
 //!
-//! Runs after [`super::defaults`], so defaulted fields are present. Where
-//! Kubernetes prints a Go struct in a message (duplicate ports), svcnet
-//! prints the readable `"80/TCP"` instead.
+//! Runs after [`super::defaults`], so defaulted fields are present.
 
-use super::names::{dns1035_label, dns1123_label, dns1123_subdomain, iana_svc_name, parse_ip, IP_MSG};
+use super::metadata::{validate_labels, validate_object_meta};
+use super::names::{dns1123_label, dns1123_subdomain, iana_svc_name, parse_ip, qualified_name, IP_MSG};
 use crate::api::service::{types, IntOrString, Service, ServicePort};
 use crate::family::IpFamily;
 use crate::field::{BadValue, FieldError, FieldPath};
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 
 const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
 const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
 const POLICIES: [&str; 3] = ["PreferDualStack", "RequireDualStack", "SingleStack"];
 const MAX_AFFINITY_TIMEOUT: i64 = 86400;
+const TRAFFIC_DISTRIBUTIONS: [&str; 3] = ["PreferClose", "PreferSameZone", "PreferSameNode"];
+const TOPOLOGY_HINTS: &str = "service.kubernetes.io/topology-aware-hints";
+const TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
+const SOURCE_RANGES: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
 
 /// Validates a (defaulted) Service for creation. Empty means valid.
 pub fn validate_service(svc: &Service) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    validate_metadata(svc, &mut errs);
-    validate_type(svc, &mut errs);
-    validate_ports(svc, &mut errs);
-    validate_cluster_ips(svc, &mut errs);
-    validate_families(svc, &mut errs);
-    validate_affinity(svc, &mut errs);
-    validate_traffic_policies(svc, &mut errs);
-    validate_external_ips(svc, &mut errs);
+    // Service names are RFC 1123 labels (RelaxedServiceNameValidation, on
+    // by default since Kubernetes 1.34).
+    let mut errs = validate_object_meta(&svc.metadata, true, dns1123_label);
+    errs.extend(validate_spec(svc, None));
     errs
 }
 
-/// Validates an update of `old` into `new` (both defaulted): everything
-/// [`validate_service`] checks, plus the immutable `clusterIP`.
+/// Validates an update of `old` into `new` (both defaulted): the
+/// ClusterIPs and the load balancer class may not change, then everything
+/// [`validate_service`] checks.
 pub fn validate_service_update(new: &Service, old: &Service) -> Vec<FieldError> {
-    let mut errs = validate_service(new);
-    let keeps_ip = new.service_type() != types::EXTERNAL_NAME && old.service_type() != types::EXTERNAL_NAME;
-    if keeps_ip && !old.spec.cluster_ip.is_empty() && new.spec.cluster_ip != old.spec.cluster_ip {
-        let path = FieldPath::new("spec").child("clusterIP");
-        errs.push(FieldError::invalid(
-            &path,
-            new.spec.cluster_ip.as_str(),
-            "field is immutable",
-        ));
+    let mut errs = validate_cluster_ips_update(new, old);
+    let (old_class, new_class) = (&old.spec.load_balancer_class, &new.spec.load_balancer_class);
+    if old.service_type() == types::LOAD_BALANCER
+        && new.service_type() == types::LOAD_BALANCER
+        && old_class != new_class
+    {
+        let value = new_class
+            .as_deref()
+            .map_or(BadValue::Json("null".into()), BadValue::from);
+        let path = FieldPath::new("spec").child("loadBalancerClass");
+        errs.push(FieldError::invalid(&path, value, "may not change once set"));
+    }
+    errs.extend(validate_spec(new, Some(old)));
+    errs
+}
+
+/// kube-apiserver's `validateUpgradeDowngradeClusterIPs`, for the cases
+/// svcnet's apply can produce: a changed address, or the primary unset.
+fn validate_cluster_ips_update(new: &Service, old: &Service) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if new.service_type() == types::EXTERNAL_NAME || old.service_type() == types::EXTERNAL_NAME {
+        return errs;
+    }
+    if old.is_headless() && new.is_headless() {
+        return errs;
+    }
+    let path = FieldPath::new("spec").child("clusterIPs");
+    let (old_ips, new_ips) = (&old.spec.cluster_ips, &new.spec.cluster_ips);
+    let value = || BadValue::StrList(new_ips.clone());
+    if old_ips.len() == new_ips.len() {
+        for (i, (o, n)) in old_ips.iter().zip(new_ips).enumerate() {
+            if o != n {
+                errs.push(FieldError::invalid(&path.index(i), value(), "may not change once set"));
+            }
+        }
+    } else if old_ips.len() > new_ips.len() {
+        if new_ips.is_empty() {
+            errs.push(FieldError::invalid(
+                &path.index(0),
+                value(),
+                "primary clusterIP can not be unset",
+            ));
+        } else if new_ips[0] != old_ips[0] {
+            errs.push(FieldError::invalid(&path.index(0), value(), "may not change once set"));
+        }
+    } else if !old_ips.is_empty() && new_ips[0] != old_ips[0] {
+        errs.push(FieldError::invalid(&path.index(0), value(), "may not change once set"));
     }
     errs
 }
 
-fn validate_metadata(svc: &Service, errs: &mut Vec<FieldError>) {
-    let meta = FieldPath::new("metadata");
-    if svc.metadata.name.is_empty() {
-        errs.push(FieldError::required(
-            &meta.child("name"),
-            "name or generateName is required",
-        ));
-    } else {
-        for msg in dns1035_label(&svc.metadata.name) {
-            errs.push(FieldError::invalid(
-                &meta.child("name"),
-                svc.metadata.name.as_str(),
-                &msg,
-            ));
+/// The spec, in the order of kube-apiserver's `validateService`.
+fn validate_spec(svc: &Service, old: Option<&Service>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let errs_ref = &mut errs;
+    validate_topology_annotations(svc, errs_ref);
+    validate_type(svc, errs_ref);
+    validate_ports(svc, errs_ref);
+    if let Some(selector) = &svc.spec.selector {
+        errs_ref.extend(validate_labels(selector, &FieldPath::new("spec").child("selector")));
+    }
+    validate_affinity(svc, errs_ref);
+    validate_cluster_ips(svc, errs_ref);
+    validate_external_ips(svc, old, errs_ref);
+    validate_type_value(svc, errs_ref);
+    validate_node_ports(svc, errs_ref);
+    validate_source_ranges(svc, old, errs_ref);
+    validate_load_balancer(svc, errs_ref);
+    validate_traffic_policies(svc, errs_ref);
+    errs
+}
+
+/// The two topology annotations must agree when both are set.
+fn validate_topology_annotations(svc: &Service, errs: &mut Vec<FieldError>) {
+    let annotations = &svc.metadata.annotations;
+    if let (Some(hints), Some(mode)) = (annotations.get(TOPOLOGY_HINTS), annotations.get(TOPOLOGY_MODE)) {
+        if hints != mode {
+            let path = FieldPath::new("metadata").child("annotations").key(TOPOLOGY_MODE);
+            let detail = format!("must match annotations[{TOPOLOGY_HINTS}] when both are specified");
+            errs.push(FieldError::invalid(&path, mode.as_str(), &detail));
         }
     }
-    for msg in dns1123_label(svc.metadata.namespace_or_default()) {
-        errs.push(FieldError::invalid(
-            &meta.child("namespace"),
-            svc.metadata.namespace.as_str(),
-            &msg,
-        ));
-    }
 }
 
+/// What depends on the type: headless NodePort and LoadBalancer
+/// Services, and ExternalName's own rules.
 fn validate_type(svc: &Service, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
     let ty = svc.service_type();
-    if !types::ALL.contains(&ty) {
-        errs.push(FieldError::unsupported(&spec.child("type"), ty, &types::ALL));
-        return;
-    }
-    if ty == types::EXTERNAL_NAME {
-        let path = spec.child("externalName");
-        match svc.spec.external_name.as_deref() {
-            None | Some("") => errs.push(FieldError::required(&path, "")),
-            Some(name) => {
-                for msg in dns1123_subdomain(name.strip_suffix('.').unwrap_or(name)) {
-                    errs.push(FieldError::invalid(&path, name, &msg));
-                }
-            }
-        }
-        if !svc.spec.cluster_ip.is_empty() {
-            errs.push(FieldError::forbidden(
-                &spec.child("clusterIP"),
-                "may not be set for ExternalName services",
-            ));
-        }
+    if svc.spec.ports.is_empty() && !svc.is_headless() && ty != types::EXTERNAL_NAME {
+        errs.push(FieldError::required(&spec.child("ports"), ""));
     }
     if svc.is_headless() && (ty == types::NODE_PORT || ty == types::LOAD_BALANCER) {
         let detail = format!("may not be set to 'None' for {ty} services");
         errs.push(FieldError::invalid(&spec.child("clusterIPs").index(0), "None", &detail));
     }
-    if svc.spec.allocate_load_balancer_node_ports.is_some() && ty != types::LOAD_BALANCER {
-        let path = spec.child("allocateLoadBalancerNodePorts");
-        errs.push(FieldError::forbidden(
-            &path,
-            "may only be used when `type` is 'LoadBalancer'",
-        ));
-    }
-}
-
-fn validate_ports(svc: &Service, errs: &mut Vec<FieldError>) {
-    let ports_path = FieldPath::new("spec").child("ports");
-    let ty = svc.service_type();
-    if svc.spec.ports.is_empty() && ty != types::EXTERNAL_NAME && !svc.is_headless() {
-        errs.push(FieldError::required(&ports_path, ""));
-    }
-    let multiple = svc.spec.ports.len() > 1;
-    let mut names = BTreeSet::new();
-    let mut port_keys = BTreeSet::new();
-    let mut node_ports = BTreeSet::new();
-    for (i, port) in svc.spec.ports.iter().enumerate() {
-        let path = ports_path.index(i);
-        validate_port(port, &path, multiple, ty, errs);
-        if !port.name.is_empty() && !names.insert(port.name.clone()) {
-            errs.push(FieldError::duplicate(&path.child("name"), port.name.as_str()));
+    if ty == types::EXTERNAL_NAME {
+        if !svc.spec.cluster_ips.is_empty() {
+            errs.push(FieldError::forbidden(
+                &spec.child("clusterIPs"),
+                "may not be set for ExternalName services",
+            ));
         }
-        if !port_keys.insert((port.port, port.protocol.clone())) {
-            errs.push(FieldError::duplicate(&path, format!("{}/{}", port.port, port.protocol)));
+        if !svc.spec.ip_families.is_empty() {
+            errs.push(FieldError::forbidden(
+                &spec.child("ipFamilies"),
+                "may not be set for ExternalName services",
+            ));
         }
-        if let Some(np) = port.node_port.filter(|np| *np != 0) {
-            if !node_ports.insert((np, port.protocol.clone())) {
-                errs.push(FieldError::duplicate(&path.child("nodePort"), np));
+        if svc.spec.ip_family_policy.is_some() {
+            errs.push(FieldError::forbidden(
+                &spec.child("ipFamilyPolicy"),
+                "may not be set for ExternalName services",
+            ));
+        }
+        let path = spec.child("externalName");
+        let name = svc.spec.external_name.as_deref().unwrap_or_default();
+        let cname = name.strip_suffix('.').unwrap_or(name);
+        if cname.is_empty() {
+            errs.push(FieldError::required(&path, ""));
+        } else {
+            for msg in dns1123_subdomain(cname) {
+                errs.push(FieldError::invalid(&path, cname, &msg));
             }
         }
     }
 }
 
-fn validate_port(port: &ServicePort, path: &FieldPath, multiple: bool, ty: &str, errs: &mut Vec<FieldError>) {
+/// Each port on its own, names unique.
+fn validate_ports(svc: &Service, errs: &mut Vec<FieldError>) {
+    let ports_path = FieldPath::new("spec").child("ports");
+    let multiple = svc.spec.ports.len() > 1;
+    let mut names = BTreeSet::new();
+    for (i, port) in svc.spec.ports.iter().enumerate() {
+        validate_port(port, &ports_path.index(i), multiple, &mut names, errs);
+    }
+}
+
+fn validate_port(
+    port: &ServicePort,
+    path: &FieldPath,
+    multiple: bool,
+    names: &mut BTreeSet<String>,
+    errs: &mut Vec<FieldError>,
+) {
     if port.name.is_empty() {
         if multiple {
             errs.push(FieldError::required(&path.child("name"), ""));
@@ -143,6 +188,9 @@ fn validate_port(port: &ServicePort, path: &FieldPath, multiple: bool, ty: &str,
     } else {
         for msg in dns1123_label(&port.name) {
             errs.push(FieldError::invalid(&path.child("name"), port.name.as_str(), &msg));
+        }
+        if !names.insert(port.name.clone()) {
+            errs.push(FieldError::duplicate(&path.child("name"), port.name.as_str()));
         }
     }
     if !(1..=65535).contains(&port.port) {
@@ -166,107 +214,120 @@ fn validate_port(port: &ServicePort, path: &FieldPath, multiple: bool, ty: &str,
         }
         _ => {}
     }
-    if let Some(np) = port.node_port.filter(|np| *np != 0) {
-        if ty != types::NODE_PORT && ty != types::LOAD_BALANCER {
-            let detail = format!("may not be used when `type` is '{ty}'");
-            errs.push(FieldError::forbidden(&path.child("nodePort"), &detail));
-        } else if !(1..=65535).contains(&np) {
-            errs.push(FieldError::invalid(&path.child("nodePort"), np, PORT_RANGE_MSG));
+    if let Some(app) = &port.app_protocol {
+        for msg in qualified_name(app) {
+            errs.push(FieldError::invalid(&path.child("appProtocol"), app.as_str(), &msg));
         }
     }
 }
 
-fn validate_cluster_ips(svc: &Service, errs: &mut Vec<FieldError>) {
-    let spec = FieldPath::new("spec");
-    let ips = &svc.spec.cluster_ips;
-    if !svc.spec.cluster_ip.is_empty() && ips.first() != Some(&svc.spec.cluster_ip) {
-        let detail = "must match `clusterIP`";
-        errs.push(FieldError::invalid(
-            &spec.child("clusterIPs").index(0),
-            BadValue::StrList(ips.clone()),
-            detail,
+/// `type` itself, checked late as kube-apiserver does.
+fn validate_type_value(svc: &Service, errs: &mut Vec<FieldError>) {
+    let ty = svc.service_type();
+    if !types::ALL.contains(&ty) {
+        errs.push(FieldError::unsupported(
+            &FieldPath::new("spec").child("type"),
+            ty,
+            &types::ALL,
         ));
     }
-    if ips.len() > 2 {
-        let detail = "may only hold up to 2 values";
-        errs.push(FieldError::invalid(
-            &spec.child("clusterIPs"),
-            BadValue::StrList(ips.clone()),
-            detail,
-        ));
-    }
-    let mut families = Vec::new();
-    for (i, ip) in ips.iter().enumerate() {
-        let path = spec.child("clusterIPs").index(i);
-        if ip == "None" {
-            if i > 0 {
-                errs.push(FieldError::invalid(&path, "None", "must be a valid IP address"));
-            }
-            continue;
-        }
-        match parse_ip(ip) {
-            Some(addr) => families.push((i, IpFamily::of(addr))),
-            None => errs.push(FieldError::invalid(&path, ip.as_str(), IP_MSG)),
-        }
-    }
-    if let [(_, a), (i, b)] = families.as_slice() {
-        if a == b {
-            let detail = "may not have the same family as clusterIPs[0]";
-            errs.push(FieldError::invalid(
-                &spec.child("clusterIPs").index(*i),
-                ips[*i].as_str(),
-                detail,
-            ));
-        }
-    }
-    for (i, fam) in &families {
-        if let Some(requested) = svc.spec.ip_families.get(*i) {
-            if requested != fam.as_str() && IpFamily::parse(requested).is_some() {
-                let detail = format!("expected an {requested} value as indicated by `ipFamilies[{i}]`");
-                errs.push(FieldError::invalid(
-                    &spec.child("clusterIPs").index(*i),
-                    ips[*i].as_str(),
-                    &detail,
+}
+
+/// NodePorts: none on ClusterIP Services, in range, no two alike per
+/// protocol; then no two ports alike.
+fn validate_node_ports(svc: &Service, errs: &mut Vec<FieldError>) {
+    let ports_path = FieldPath::new("spec").child("ports");
+    let ty = svc.service_type();
+    for (i, port) in svc.spec.ports.iter().enumerate() {
+        if let Some(np) = port.node_port.filter(|np| *np != 0) {
+            let path = ports_path.index(i).child("nodePort");
+            if ty == types::CLUSTER_IP {
+                errs.push(FieldError::forbidden(
+                    &path,
+                    "may not be used when `type` is 'ClusterIP'",
                 ));
+            } else if !(1..=65535).contains(&np) {
+                errs.push(FieldError::invalid(&path, np, PORT_RANGE_MSG));
+            }
+        }
+    }
+    let mut node_ports = BTreeSet::new();
+    for (i, port) in svc.spec.ports.iter().enumerate() {
+        if let Some(np) = port.node_port.filter(|np| *np != 0) {
+            if !node_ports.insert((np, port.protocol.clone())) {
+                errs.push(FieldError::duplicate(&ports_path.index(i).child("nodePort"), np));
+            }
+        }
+    }
+    let mut keys = BTreeSet::new();
+    for (i, port) in svc.spec.ports.iter().enumerate() {
+        if !keys.insert((port.port, port.protocol.clone())) {
+            // kube-apiserver prints the Go struct it keys ports by.
+            let key = format!(
+                r#"{{"Name":"","Protocol":{},"AppProtocol":null,"Port":{},"TargetPort":0,"NodePort":0}}"#,
+                serde_json::Value::from(port.protocol.as_str()),
+                port.port
+            );
+            errs.push(FieldError::duplicate(&ports_path.index(i), BadValue::Json(key)));
+        }
+    }
+}
+
+/// `spec.loadBalancerSourceRanges`, or else its annotation: LoadBalancer
+/// only, each a CIDR. Values an update keeps are not checked again.
+fn validate_source_ranges(svc: &Service, old: Option<&Service>, errs: &mut Vec<FieldError>) {
+    let lb = svc.service_type() == types::LOAD_BALANCER;
+    if !svc.spec.load_balancer_source_ranges.is_empty() {
+        let path = FieldPath::new("spec").child("LoadBalancerSourceRanges");
+        if !lb {
+            errs.push(FieldError::forbidden(&path, LB_ONLY));
+        }
+        let kept: Vec<&str> = old
+            .map(|o| o.spec.load_balancer_source_ranges.iter().map(|r| r.trim()).collect())
+            .unwrap_or_default();
+        for (i, value) in svc.spec.load_balancer_source_ranges.iter().enumerate() {
+            let value = value.trim();
+            if !kept.contains(&value) && value.parse::<ipnetwork::IpNetwork>().is_err() {
+                errs.push(FieldError::invalid(&path.index(i), value, CIDR_MSG));
+            }
+        }
+    } else if let Some(value) = svc.metadata.annotations.get(SOURCE_RANGES) {
+        let path = FieldPath::new("metadata").child("annotations").key(SOURCE_RANGES);
+        if !lb {
+            errs.push(FieldError::forbidden(&path, LB_ONLY));
+        }
+        let unchanged = old.is_some_and(|o| o.metadata.annotations.get(SOURCE_RANGES) == Some(value));
+        let value = value.trim();
+        if !unchanged && !value.is_empty() {
+            for cidr in value.split(',').map(str::trim) {
+                if cidr.parse::<ipnetwork::IpNetwork>().is_err() {
+                    errs.push(FieldError::invalid(&path, cidr, CIDR_MSG));
+                }
             }
         }
     }
 }
 
-fn validate_families(svc: &Service, errs: &mut Vec<FieldError>) {
+/// `allocateLoadBalancerNodePorts` and `loadBalancerClass`: LoadBalancer
+/// only; a class is a qualified name.
+fn validate_load_balancer(svc: &Service, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
-    if let Some(policy) = svc.spec.ip_family_policy.as_deref() {
-        if !POLICIES.contains(&policy) {
-            errs.push(FieldError::unsupported(
-                &spec.child("ipFamilyPolicy"),
-                policy,
-                &POLICIES,
-            ));
-        }
-    }
-    let fams = &svc.spec.ip_families;
-    if fams.len() > 2 {
-        let detail = "may specify no more than one IP for each IP family";
-        errs.push(FieldError::invalid(
-            &spec.child("ipFamilies"),
-            BadValue::StrList(fams.clone()),
-            detail,
-        ));
-    }
-    let mut seen = BTreeSet::new();
-    for (i, fam) in fams.iter().enumerate() {
-        let path = spec.child("ipFamilies").index(i);
-        if IpFamily::parse(fam).is_none() {
-            errs.push(FieldError::unsupported(&path, fam.as_str(), &["IPv4", "IPv6"]));
-        } else if !seen.insert(fam.clone()) {
-            errs.push(FieldError::duplicate(&path, fam.as_str()));
-        }
-    }
-    if svc.service_type() == types::EXTERNAL_NAME && !fams.is_empty() {
+    let lb = svc.service_type() == types::LOAD_BALANCER;
+    if svc.spec.allocate_load_balancer_node_ports.is_some() && !lb {
         errs.push(FieldError::forbidden(
-            &spec.child("ipFamilies"),
-            "may not be set for ExternalName services",
+            &spec.child("allocateLoadBalancerNodePorts"),
+            LB_ONLY,
         ));
+    }
+    if let Some(class) = &svc.spec.load_balancer_class {
+        let path = spec.child("loadBalancerClass");
+        if lb {
+            for msg in qualified_name(class) {
+                errs.push(FieldError::invalid(&path, class.as_str(), &msg));
+            }
+        } else {
+            errs.push(FieldError::forbidden(&path, LB_ONLY));
+        }
     }
 }
 
@@ -312,22 +373,129 @@ fn validate_affinity(svc: &Service, errs: &mut Vec<FieldError>) {
     }
 }
 
+/// kube-apiserver's `ValidateServiceClusterIPsRelatedFields`: `clusterIP`
+/// and `clusterIPs` agree, families and policy are known values, the
+/// addresses are IPs (at most two, one per family, each of the family
+/// `ipFamilies` names).
+fn validate_cluster_ips(svc: &Service, errs: &mut Vec<FieldError>) {
+    if svc.service_type() == types::EXTERNAL_NAME {
+        return;
+    }
+    let spec = FieldPath::new("spec");
+    let ips_path = spec.child("clusterIPs");
+    let ips = &svc.spec.cluster_ips;
+    let list = || BadValue::StrList(ips.clone());
+    if !svc.spec.cluster_ip.is_empty() {
+        if ips.is_empty() {
+            errs.push(FieldError::required(&ips_path, ""));
+        } else if ips[0] != svc.spec.cluster_ip {
+            errs.push(FieldError::invalid(
+                &ips_path,
+                list(),
+                "first value must match `clusterIP`",
+            ));
+        }
+    } else if !ips.is_empty() {
+        errs.push(FieldError::invalid(
+            &ips_path,
+            list(),
+            "must be empty when `clusterIP` is not specified",
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, family) in svc.spec.ip_families.iter().enumerate() {
+        let path = spec.child("ipFamilies").index(i);
+        if IpFamily::parse(family).is_none() {
+            errs.push(FieldError::unsupported(&path, family.as_str(), &["IPv4", "IPv6"]));
+        }
+        if !seen.insert(family.clone()) {
+            errs.push(FieldError::duplicate(&path, family.as_str()));
+        }
+    }
+    if let Some(policy) = svc.spec.ip_family_policy.as_deref() {
+        if !POLICIES.contains(&policy) {
+            errs.push(FieldError::unsupported(
+                &spec.child("ipFamilyPolicy"),
+                policy,
+                &POLICIES,
+            ));
+        }
+    }
+    let mut invalid = false;
+    for (i, ip) in ips.iter().enumerate() {
+        if i == 0 && ip == "None" {
+            if ips.len() > 1 {
+                invalid = true;
+                errs.push(FieldError::invalid(
+                    &ips_path,
+                    list(),
+                    "'None' must be the first and only value",
+                ));
+            }
+            continue;
+        }
+        if parse_ip(ip).is_none() {
+            invalid = true;
+            errs.push(FieldError::invalid(&ips_path.index(i), ip.as_str(), IP_MSG));
+        }
+    }
+    if ips.len() > 2 {
+        errs.push(FieldError::invalid(&ips_path, list(), "may only hold up to 2 values"));
+    }
+    if invalid {
+        return;
+    }
+    let families: Vec<IpFamily> = ips.iter().filter_map(|ip| parse_ip(ip)).map(IpFamily::of).collect();
+    if ips.len() > 1 && !(families.len() == 2 && families[0] != families[1]) {
+        errs.push(FieldError::invalid(
+            &ips_path,
+            list(),
+            "may specify no more than one IP for each IP family",
+        ));
+    }
+    if !svc.is_headless() {
+        for (i, (ip, requested)) in ips.iter().zip(&svc.spec.ip_families).enumerate() {
+            let is_v6 = parse_ip(ip).is_some_and(|a| a.is_ipv6());
+            let expected = match requested.as_str() {
+                "IPv4" if is_v6 => "IPv4",
+                "IPv6" if !is_v6 => "IPv6",
+                _ => continue,
+            };
+            let detail = format!("expected an {expected} value as indicated by `ipFamilies[{i}]`");
+            errs.push(FieldError::invalid(&ips_path.index(i), ip.as_str(), &detail));
+        }
+    }
+}
+
+/// External traffic policy and the health check port, the internal
+/// traffic policy, and `trafficDistribution`.
 fn validate_traffic_policies(svc: &Service, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
     let ty = svc.service_type();
     let externally_accessible =
         ty == types::NODE_PORT || ty == types::LOAD_BALANCER || !svc.spec.external_ips.is_empty();
-    if let Some(p) = svc.spec.external_traffic_policy.as_deref() {
-        let path = spec.child("externalTrafficPolicy");
-        if p != "Cluster" && p != "Local" {
-            errs.push(FieldError::unsupported(&path, p, &["Cluster", "Local"]));
-        } else if !externally_accessible {
-            errs.push(FieldError::invalid(
-                &path,
-                p,
-                "may only be set for externally-accessible services",
-            ));
+    let etp_path = spec.child("externalTrafficPolicy");
+    match svc.spec.external_traffic_policy.as_deref() {
+        Some(p) if !externally_accessible => errs.push(FieldError::invalid(
+            &etp_path,
+            p,
+            "may only be set for externally-accessible services",
+        )),
+        None if externally_accessible => errs.push(FieldError::required(&etp_path, "")),
+        Some(p) if p != "Cluster" && p != "Local" => {
+            errs.push(FieldError::unsupported(&etp_path, p, &["Cluster", "Local"]))
         }
+        _ => {}
+    }
+    let hc_path = spec.child("healthCheckNodePort");
+    let hc = svc.spec.health_check_node_port.unwrap_or(0);
+    if !svc.needs_health_check_node_port() {
+        if hc != 0 {
+            let detail = "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'";
+            errs.push(FieldError::invalid(&hc_path, hc, detail));
+        }
+    } else if hc != 0 && !(1..=65535).contains(&hc) {
+        errs.push(FieldError::invalid(&hc_path, hc, PORT_RANGE_MSG));
     }
     if let Some(p) = svc.spec.internal_traffic_policy.as_deref() {
         if p != "Cluster" && p != "Local" {
@@ -338,26 +506,33 @@ fn validate_traffic_policies(svc: &Service, errs: &mut Vec<FieldError>) {
             ));
         }
     }
-    if let Some(hc) = svc.spec.health_check_node_port.filter(|hc| *hc != 0) {
-        let path = spec.child("healthCheckNodePort");
-        if !svc.needs_health_check_node_port() {
-            let detail = "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'";
-            errs.push(FieldError::invalid(&path, hc, detail));
-        } else if !(1..=65535).contains(&hc) {
-            errs.push(FieldError::invalid(&path, hc, PORT_RANGE_MSG));
+    if let Some(d) = svc.spec.traffic_distribution.as_deref() {
+        if !TRAFFIC_DISTRIBUTIONS.contains(&d) {
+            errs.push(FieldError::unsupported(
+                &spec.child("trafficDistribution"),
+                d,
+                &TRAFFIC_DISTRIBUTIONS,
+            ));
         }
     }
 }
 
-fn validate_external_ips(svc: &Service, errs: &mut Vec<FieldError>) {
+/// `externalIPs`: IP addresses, and none of the special ones (unspecified,
+/// loopback, link-local, link-local multicast), unless an update keeps
+/// them. Also `loadBalancerIP` and the status ingress IPs.
+fn validate_external_ips(svc: &Service, old: Option<&Service>, errs: &mut Vec<FieldError>) {
     let spec = FieldPath::new("spec");
+    let kept: &[String] = old.map_or(&[], |o| &o.spec.external_ips);
     for (i, ip) in svc.spec.external_ips.iter().enumerate() {
-        if parse_ip(ip).is_none() {
-            errs.push(FieldError::invalid(
-                &spec.child("externalIPs").index(i),
-                ip.as_str(),
-                IP_MSG,
-            ));
+        let path = spec.child("externalIPs").index(i);
+        match parse_ip(ip) {
+            None => errs.push(FieldError::invalid(&path, ip.as_str(), IP_MSG)),
+            Some(_) if kept.contains(ip) => {}
+            Some(addr) => {
+                for msg in special_ip(addr) {
+                    errs.push(FieldError::invalid(&path, ip.as_str(), &msg));
+                }
+            }
         }
     }
     if let Some(ip) = svc.spec.load_balancer_ip.as_deref().filter(|ip| !ip.is_empty()) {
@@ -375,6 +550,28 @@ fn validate_external_ips(svc: &Service, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::invalid(&path, ip, IP_MSG));
         }
     }
+}
+
+/// Why an address may not be an endpoint or an external IP.
+fn special_ip(ip: IpAddr) -> Vec<String> {
+    let mut msgs = Vec::new();
+    if ip.is_unspecified() {
+        msgs.push(format!("may not be unspecified ({ip})"));
+    }
+    if ip.is_loopback() {
+        msgs.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_string());
+    }
+    let (link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => (v4.is_link_local(), v4.octets()[..3] == [224, 0, 0]),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0 == 0xfe80, v6.segments()[0] & 0xff0f == 0xff02),
+    };
+    if link_local {
+        msgs.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_string());
+    }
+    if link_local_multicast {
+        msgs.push("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_string());
+    }
+    msgs
 }
 
 #[cfg(test)]
@@ -466,7 +663,7 @@ mod tests {
             .collect();
         assert_eq!(
             m,
-            vec!["spec.clusterIP: Invalid value: \"10.96.0.6\": field is immutable".to_string()]
+            vec!["spec.clusterIPs[0]: Invalid value: [\"10.96.0.6\"]: may not change once set".to_string()]
         );
     }
 
