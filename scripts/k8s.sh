@@ -138,9 +138,22 @@ cmd_deps() {
 
 # --- up / down / env -----------------------------------------------------------
 
-# A TCP port nothing listens on, on 127.0.0.1 (the kernel picks it).
+# A TCP port nothing listens on, below the kernel's ephemeral range (so no
+# outgoing connection takes it between now and the bind), and not one
+# already picked for this `up`.
+PICKED_PORTS=" "
 free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    local port listening
+    listening=" $(ss -Htln | awk '{n = split($4, a, ":"); print a[n]}' | tr '\n' ' ') "
+    for _ in $(seq 200); do
+        port=$((20000 + RANDOM % 10000))
+        if [[ $listening != *" $port "* && $PICKED_PORTS != *" $port "* ]]; then
+            PICKED_PORTS+="$port "
+            echo "$port"
+            return
+        fi
+    done
+    die "found no free port in 20000-29999"
 }
 
 running() {
@@ -241,8 +254,8 @@ cmd_up() {
     rm -rf "$RUN"
     mkdir -p "$RUN"
     local etcd_port peer_port api_port
-    etcd_port="$(free_port)"
-    peer_port="$(free_port)"
+    etcd_port="$(free_port)" && PICKED_PORTS+="$etcd_port "
+    peer_port="$(free_port)" && PICKED_PORTS+="$peer_port "
     api_port="$(free_port)"
     local range_flag=() first_ip=10.0.0.1
     if [[ $cidr != none ]]; then

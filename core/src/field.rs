@@ -111,6 +111,8 @@ pub enum FieldErrorKind {
     Duplicate(BadValue),
     /// The value is too long: `Too long`.
     TooLong,
+    /// The list has too many items: `Too many: <count>`.
+    TooMany(usize),
 }
 
 /// One field error: path, kind and detail.
@@ -157,6 +159,16 @@ impl FieldError {
         Self::make(path, FieldErrorKind::TooLong, detail)
     }
 
+    /// `path: Too many: <count>: must have at most <max> items`.
+    pub fn too_many(path: &FieldPath, count: usize, max: usize) -> FieldError {
+        let items = if max == 1 { "item" } else { "items" };
+        Self::make(
+            path,
+            FieldErrorKind::TooMany(count),
+            &format!("must have at most {max} {items}"),
+        )
+    }
+
     fn make(path: &FieldPath, kind: FieldErrorKind, detail: &str) -> FieldError {
         FieldError {
             path: path.clone(),
@@ -176,6 +188,7 @@ impl fmt::Display for FieldError {
             FieldErrorKind::Forbidden => f.write_str("Forbidden")?,
             FieldErrorKind::Duplicate(v) => write!(f, "Duplicate value: {v}")?,
             FieldErrorKind::TooLong => f.write_str("Too long")?,
+            FieldErrorKind::TooMany(count) => write!(f, "Too many: {count}")?,
         }
         if !self.detail.is_empty() {
             write!(f, ": {}", self.detail)?;

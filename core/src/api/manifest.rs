@@ -45,6 +45,17 @@ impl Object {
         }
     }
 
+    /// The object's metadata.
+    pub fn meta(&self) -> &super::meta::ObjectMeta {
+        match self {
+            Object::Service(o) => &o.metadata,
+            Object::ServiceCidr(o) => &o.metadata,
+            Object::Pod(o) => &o.metadata,
+            Object::Node(o) => &o.metadata,
+            Object::EndpointSlice(o) => &o.metadata,
+        }
+    }
+
     /// The object's name.
     pub fn name(&self) -> &str {
         match self {

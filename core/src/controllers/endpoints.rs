@@ -8,7 +8,8 @@
 //! - addresses that serve exactly the same ports share a subset
 //!   (`RepackSubsets`); addresses sorted by IP text then uid;
 //! - labels: the Service's, plus `service.kubernetes.io/headless` for a
-//!   headless Service; `kubernetes` carries only
+//!   headless Service and `endpoints.kubernetes.io/managed-by:
+//!   endpoint-controller`; `kubernetes` carries only
 //!   `endpointslice.kubernetes.io/skip-mirror: "true"`.
 //!
 //! Kubernetes orders ports and subsets by a hash of their contents; here
@@ -110,6 +111,10 @@ fn legacy_port(port: &crate::api::endpoint_slice::EndpointPort) -> Option<Endpoi
     })
 }
 
+/// The label the Endpoints controller marks its objects with, and its value.
+const MANAGED_BY_LABEL: &str = "endpoints.kubernetes.io/managed-by";
+const MANAGED_BY: &str = "endpoint-controller";
+
 /// The Endpoints labels of `service`.
 fn endpoints_labels(service: &Service) -> BTreeMap<String, String> {
     if is_kubernetes_service(service.metadata.namespace_or_default(), &service.metadata.name) {
@@ -121,6 +126,7 @@ fn endpoints_labels(service: &Service) -> BTreeMap<String, String> {
     } else {
         labels.remove(HEADLESS_LABEL);
     }
+    labels.insert(MANAGED_BY_LABEL.into(), MANAGED_BY.into());
     labels
 }
 

@@ -53,6 +53,11 @@ impl ControlPlane {
 
     /// Applies one object.
     pub fn apply_object(&mut self, object: Object) -> Result<Applied, ApiError> {
+        if !object.meta().resource_version.is_empty() && !self.exists(&object) {
+            return Err(ApiError::BadRequest(
+                "resourceVersion should not be set on objects to be created".into(),
+            ));
+        }
         match object {
             Object::Service(svc) => {
                 let old = self
@@ -73,6 +78,18 @@ impl ControlPlane {
             Object::Pod(pod) => self.apply_pod(*pod),
             Object::Node(node) => self.apply_node(*node),
             Object::EndpointSlice(slice) => self.apply_endpoint_slice(*slice),
+        }
+    }
+
+    /// True when an object of that kind, namespace and name is stored.
+    fn exists(&self, object: &Object) -> bool {
+        let (namespace, name) = (object.namespace(), object.name());
+        match object {
+            Object::Service(_) => self.service(namespace, name).is_some(),
+            Object::ServiceCidr(_) => self.service_cidrs().any(|c| c.metadata.name == name),
+            Object::Pod(_) => self.pod(namespace, name).is_some(),
+            Object::Node(_) => self.node(name).is_some(),
+            Object::EndpointSlice(_) => self.endpoint_slice(namespace, name).is_some(),
         }
     }
 

@@ -10,12 +10,15 @@ use super::{ApiError, Applied, ApplyAction, ControlPlane};
 use crate::api::endpoint_slice::address_types;
 use crate::api::manifest::Object;
 use crate::api::{EndpointSlice, Node, ObjectMeta, Pod};
+use crate::apiserver::admission::names::{dns1123_label, qualified_name, special_ip, IP_MSG};
 use crate::family::IpFamily;
 use crate::field::{FieldError, FieldPath};
 use std::net::IpAddr;
 
 /// At most this many endpoints in one EndpointSlice (kube-apiserver's limit).
 const MAX_ENDPOINTS: usize = 1000;
+/// At most this many addresses per endpoint.
+const MAX_ADDRESSES: usize = 100;
 
 impl ControlPlane {
     /// All Pods, sorted by namespace and name.
@@ -318,6 +321,10 @@ fn validate_pod(pod: &Pod) -> Vec<FieldError> {
 /// kube-apiserver's EndpointSlice checks: a name, a known `addressType`,
 /// 1 to 1000 endpoints of one address each, of that type, and ports in
 /// range.
+/// kube-apiserver's EndpointSlice checks, in its order: the address type,
+/// at most 1000 endpoints with 1 to 100 addresses each, of the slice's
+/// family and not special (loopback, link-local, ...), then the ports'
+/// names (RFC 1123 labels, unique), protocols and app protocols.
 fn validate_endpoint_slice(slice: &EndpointSlice) -> Vec<FieldError> {
     let mut errors = required_name(&slice.metadata);
     if !address_types::ALL.contains(&slice.address_type.as_str()) {
@@ -329,44 +336,59 @@ fn validate_endpoint_slice(slice: &EndpointSlice) -> Vec<FieldError> {
     }
     let endpoints = FieldPath::new("endpoints");
     if slice.endpoints.len() > MAX_ENDPOINTS {
-        errors.push(FieldError::invalid(
-            &endpoints,
-            i64::try_from(slice.endpoints.len()).unwrap_or(i64::MAX),
-            "must have at most 1000 items",
-        ));
-    }
-    let family = slice.family();
-    for (i, endpoint) in slice.endpoints.iter().enumerate() {
-        let path = endpoints.index(i).child("addresses");
-        if endpoint.addresses.len() != 1 {
-            errors.push(FieldError::invalid(
-                &path,
-                crate::field::BadValue::StrList(endpoint.addresses.clone()),
-                "must contain exactly 1 address",
-            ));
-        }
-        for (a, address) in endpoint.addresses.iter().enumerate() {
-            let ok = match family {
-                Some(family) => address.parse::<IpAddr>().is_ok_and(|ip| IpFamily::of(ip) == family),
-                None => !address.is_empty(),
-            };
-            if !ok {
-                let what = family.map_or("FQDN", IpFamily::as_str);
-                errors.push(FieldError::invalid(
-                    &path.index(a),
-                    address.as_str(),
-                    &format!("must be a valid {what} address"),
-                ));
+        errors.push(FieldError::too_many(&endpoints, slice.endpoints.len(), MAX_ENDPOINTS));
+    } else {
+        let family = slice.family();
+        for (i, endpoint) in slice.endpoints.iter().enumerate() {
+            let path = endpoints.index(i).child("addresses");
+            if endpoint.addresses.is_empty() {
+                errors.push(FieldError::required(&path, ""));
+            } else if endpoint.addresses.len() > MAX_ADDRESSES {
+                errors.push(FieldError::too_many(&path, endpoint.addresses.len(), MAX_ADDRESSES));
+            }
+            let Some(family) = family else { continue };
+            for (a, address) in endpoint.addresses.iter().enumerate() {
+                match address.parse::<IpAddr>() {
+                    Err(_) => errors.push(FieldError::invalid(&path.index(a), address.as_str(), IP_MSG)),
+                    Ok(ip) => {
+                        if IpFamily::of(ip) != family {
+                            let detail = format!("must be an {family} address");
+                            errors.push(FieldError::invalid(&path, address.as_str(), &detail));
+                        }
+                        for msg in special_ip(ip) {
+                            errors.push(FieldError::invalid(&path.index(a), address.as_str(), &msg));
+                        }
+                    }
+                }
             }
         }
     }
+    let ports = FieldPath::new("ports");
+    let mut names = Vec::new();
     for (i, port) in slice.ports.iter().enumerate() {
-        if let Some(number) = port.port.filter(|p| !(1..=65535).contains(p)) {
-            errors.push(FieldError::invalid(
-                &FieldPath::new("ports").index(i).child("port"),
-                number,
-                "must be between 1 and 65535, inclusive",
-            ));
+        let path = ports.index(i);
+        let name = port.name.clone().unwrap_or_default();
+        for msg in dns1123_label(&name).into_iter().filter(|_| !name.is_empty()) {
+            errors.push(FieldError::invalid(&path.child("name"), name.as_str(), &msg));
+        }
+        if names.contains(&name) {
+            errors.push(FieldError::duplicate(&path.child("name"), name.as_str()));
+        } else {
+            names.push(name);
+        }
+        // An unset protocol is defaulted to TCP before validation.
+        match port.protocol.as_deref() {
+            Some(p) if !["SCTP", "TCP", "UDP"].contains(&p) => errors.push(FieldError::unsupported(
+                &path.child("protocol"),
+                p,
+                &["SCTP", "TCP", "UDP"],
+            )),
+            _ => {}
+        }
+        if let Some(app) = &port.app_protocol {
+            for msg in qualified_name(app) {
+                errors.push(FieldError::invalid(&path.child("appProtocol"), app.as_str(), &msg));
+            }
         }
     }
     errors
@@ -408,10 +430,18 @@ mod tests {
     fn kubectl_get_pod_output_becomes_an_endpoint() {
         let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
         let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}\n";
+        // What `kubectl get -o yaml` prints, less the resourceVersion
+        // kube-apiserver refuses on objects to be created.
+        let fresh = |text: &str| -> String {
+            text.lines()
+                .filter(|l| !l.trim_start().starts_with("resourceVersion:"))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
         let text = format!(
             "{svc}---\n{}---\n{}",
-            include_str!("../api/testdata/kubectl-get-pod.yaml"),
-            include_str!("../api/testdata/kubectl-get-node.yaml")
+            fresh(include_str!("../api/testdata/kubectl-get-pod.yaml")),
+            fresh(include_str!("../api/testdata/kubectl-get-node.yaml"))
         );
         let applied = lines(&mut cp, &text);
         assert_eq!(

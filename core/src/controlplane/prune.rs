@@ -324,7 +324,7 @@ mod tests {
         let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
         cp.apply_set(&objects(SET)).unwrap();
         let before = cp.clone();
-        let bad = objects(&SLICE.replace("port: 5432", "port: 0"));
+        let bad = objects(&SLICE.replace("10.244.1.1", "127.0.0.1"));
         let gone = [ObjectRef::new("Service", "default", "web")];
         let (index, _) = cp.apply_changes(&bad, &gone).unwrap_err();
         assert_eq!(index, 0);

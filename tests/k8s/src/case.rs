@@ -114,9 +114,8 @@ pub enum Step {
     /// `POST` each object of the manifest (`kubectl create`); output:
     /// each object's outcome (created, or the error text).
     Create(String),
-    /// Each object applied as `kubectl apply` does it: created when
-    /// missing, else patched (strategic merge); output: each object's
-    /// outcome.
+    /// Each object applied with the real `kubectl apply -f -` (svcnet's
+    /// apply on the other side); output: each object's outcome.
     Apply(String),
     /// Deletes an object; output: its outcome.
     Delete(ObjectName),

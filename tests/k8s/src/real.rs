@@ -136,13 +136,26 @@ impl RealCluster {
     /// The real `kubectl` with this cluster's kubeconfig; stdout, or the
     /// error it printed.
     pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new(self.bin().join("kubectl"))
-            .arg("--kubeconfig")
-            .arg(self.var("KUBECONFIG"))
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run kubectl: {e}"))?;
+        self.kubectl_with_input(args, "")
+    }
+
+    /// `kubectl apply -f -` of one object: `Err` holds the server's (or
+    /// kubectl's) message, without kubectl's `error when creating
+    /// "STDIN": ` framing.
+    pub fn kubectl_apply(&self, object: &str) -> Result<Result<(), String>, String> {
+        match self.kubectl_with_input(&["apply", "-f", "-"], object) {
+            Ok(_) => Ok(Ok(())),
+            Err(text) => {
+                let message = text.rsplit("\"STDIN\": ").next().unwrap_or(&text);
+                Ok(Err(message.lines().next().unwrap_or_default().to_string()))
+            }
+        }
+    }
+
+    fn kubectl_with_input(&self, args: &[&str], input: &str) -> Result<String, String> {
+        let mut cmd = Command::new(self.bin().join("kubectl"));
+        cmd.arg("--kubeconfig").arg(self.var("KUBECONFIG")).args(args);
+        let out = run_with_input(&mut cmd, input)?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
@@ -217,7 +230,7 @@ fn run_with_input(cmd: &mut Command, input: &str) -> Result<std::process::Output
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run curl: {e}"))?;
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin.write_all(input.as_bytes()).map_err(|e| e.to_string())?;
     }

@@ -221,25 +221,11 @@ impl<'a> CaseRun<'a> {
                 )?
             }
             Write::Apply => {
-                // As `kubectl apply` does: create what is missing, patch
-                // (strategic merge) what exists.
-                let path = resource_path(kind, namespace, name)?;
-                if self.real.get(&path)?.code == 404 {
-                    let collection = resource_path(kind, namespace, "")?;
-                    self.real.request(
-                        "POST",
-                        &format!("{collection}?fieldValidation=Strict"),
-                        "application/json",
-                        Some(&object.to_string()),
-                    )?
-                } else {
-                    self.real.request(
-                        "PATCH",
-                        &format!("{path}?fieldValidation=Strict"),
-                        "application/strategic-merge-patch+json",
-                        Some(&object.to_string()),
-                    )?
+                let result = self.real.kubectl_apply(&object.to_string())?;
+                if result.is_ok() {
+                    self.note_created(object, kind, name);
                 }
+                return Ok(result);
             }
         };
         if !answer.ok() {
@@ -271,6 +257,23 @@ impl<'a> CaseRun<'a> {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Remembers what a successful write made that outlives the namespace
+    /// (cluster-scoped objects) or that allocated values are described
+    /// against (ServiceCIDR ranges).
+    fn note_created(&mut self, object: &Value, kind: &str, name: &str) {
+        if cluster_scoped(kind) && !self.cluster_objects.iter().any(|(k, n)| k == kind && n == name) {
+            self.cluster_objects.push((kind.to_string(), name.to_string()));
+        }
+        if kind == "ServiceCIDR" {
+            if let Some(cidrs) = object.pointer("/spec/cidrs").and_then(Value::as_array) {
+                let parsed = cidrs
+                    .iter()
+                    .filter_map(|c| c.as_str()?.parse::<ipnetwork::IpNetwork>().ok());
+                self.ranges.cidrs.extend(parsed);
+            }
+        }
     }
 
     fn delete(&mut self, name: &ObjectName) -> Result<Outputs, String> {

@@ -128,6 +128,28 @@ pub fn parse_ip(s: &str) -> Option<IpAddr> {
     s.parse().ok()
 }
 
+/// Why an address may not be an endpoint or an external IP.
+pub fn special_ip(ip: IpAddr) -> Vec<String> {
+    let mut msgs = Vec::new();
+    if ip.is_unspecified() {
+        msgs.push(format!("may not be unspecified ({ip})"));
+    }
+    if ip.is_loopback() {
+        msgs.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_string());
+    }
+    let (link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => (v4.is_link_local(), v4.octets()[..3] == [224, 0, 0]),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0 == 0xfe80, v6.segments()[0] & 0xff0f == 0xff02),
+    };
+    if link_local {
+        msgs.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_string());
+    }
+    if link_local_multicast {
+        msgs.push("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_string());
+    }
+    msgs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,12 +5,11 @@
 //! Runs after [`super::defaults`], so defaulted fields are present.
 
 use super::metadata::{validate_labels, validate_object_meta};
-use super::names::{dns1123_label, dns1123_subdomain, iana_svc_name, parse_ip, qualified_name, IP_MSG};
+use super::names::{dns1123_label, dns1123_subdomain, iana_svc_name, parse_ip, qualified_name, special_ip, IP_MSG};
 use crate::api::service::{types, IntOrString, Service, ServicePort};
 use crate::family::IpFamily;
 use crate::field::{BadValue, FieldError, FieldPath};
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 
 const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
 const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
@@ -233,8 +232,8 @@ fn validate_type_value(svc: &Service, errs: &mut Vec<FieldError>) {
     }
 }
 
-/// NodePorts: none on ClusterIP Services, in range, no two alike per
-/// protocol; then no two ports alike.
+/// NodePorts: none on ClusterIP Services, and in range; then no two ports
+/// alike.
 fn validate_node_ports(svc: &Service, errs: &mut Vec<FieldError>) {
     let ports_path = FieldPath::new("spec").child("ports");
     let ty = svc.service_type();
@@ -251,14 +250,8 @@ fn validate_node_ports(svc: &Service, errs: &mut Vec<FieldError>) {
             }
         }
     }
-    let mut node_ports = BTreeSet::new();
-    for (i, port) in svc.spec.ports.iter().enumerate() {
-        if let Some(np) = port.node_port.filter(|np| *np != 0) {
-            if !node_ports.insert((np, port.protocol.clone())) {
-                errs.push(FieldError::duplicate(&ports_path.index(i).child("nodePort"), np));
-            }
-        }
-    }
+    // Two ports asking for one NodePort are left to the allocator, whose
+    // "provided port is already allocated" kube-apiserver reports first.
     let mut keys = BTreeSet::new();
     for (i, port) in svc.spec.ports.iter().enumerate() {
         if !keys.insert((port.port, port.protocol.clone())) {
@@ -550,28 +543,6 @@ fn validate_external_ips(svc: &Service, old: Option<&Service>, errs: &mut Vec<Fi
             errs.push(FieldError::invalid(&path, ip, IP_MSG));
         }
     }
-}
-
-/// Why an address may not be an endpoint or an external IP.
-fn special_ip(ip: IpAddr) -> Vec<String> {
-    let mut msgs = Vec::new();
-    if ip.is_unspecified() {
-        msgs.push(format!("may not be unspecified ({ip})"));
-    }
-    if ip.is_loopback() {
-        msgs.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_string());
-    }
-    let (link_local, link_local_multicast) = match ip {
-        IpAddr::V4(v4) => (v4.is_link_local(), v4.octets()[..3] == [224, 0, 0]),
-        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0 == 0xfe80, v6.segments()[0] & 0xff0f == 0xff02),
-    };
-    if link_local {
-        msgs.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_string());
-    }
-    if link_local_multicast {
-        msgs.push("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_string());
-    }
-    msgs
 }
 
 #[cfg(test)]
