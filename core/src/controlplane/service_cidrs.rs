@@ -59,11 +59,13 @@ impl ControlPlane {
                     object: Object::ServiceCidr(Box::new(old.clone())),
                 });
             }
-            return Err(ApiError::invalid(
-                "ServiceCIDR",
-                &name,
-                immutable(&old.spec.cidrs, &obj.spec.cidrs),
-            ));
+            // An update's error names the kind without its group (the
+            // patch path of kube-apiserver), unlike a create's.
+            return Err(ApiError::Invalid {
+                kind: "ServiceCIDR".into(),
+                name,
+                errors: immutable(&old.spec.cidrs, &obj.spec.cidrs),
+            });
         }
         let cidrs = self.validate_service_cidr_object(&obj)?;
         let mut added = Vec::new();

@@ -221,7 +221,15 @@ impl ControlPlane {
                     });
                     match wanted {
                         Some(np) => {
-                            self.take_node_port(np, held, taken).map_err(|detail| {
+                            // Another port number of this Service holds it
+                            // already: kube-apiserver's allocator refuses it.
+                            let reused = by_port.values().any(|held_np| *held_np == np);
+                            let result = if reused {
+                                Err(crate::apiserver::node_port::NodePortError::AlreadyAllocated.to_string())
+                            } else {
+                                self.take_node_port(np, held, taken)
+                            };
+                            result.map_err(|detail| {
                                 let path = FieldPath::new("spec").child("ports").index(i).child("nodePort");
                                 ApiError::invalid("Service", &name, vec![FieldError::invalid(&path, np, &detail)])
                             })?;

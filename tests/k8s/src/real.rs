@@ -140,15 +140,11 @@ impl RealCluster {
     }
 
     /// `kubectl apply -f -` of one object: `Err` holds the server's (or
-    /// kubectl's) message, without kubectl's `error when creating
-    /// "STDIN": ` framing.
+    /// kubectl's) message in the API's own form (see [`api_message`]).
     pub fn kubectl_apply(&self, object: &str) -> Result<Result<(), String>, String> {
         match self.kubectl_with_input(&["apply", "-f", "-"], object) {
             Ok(_) => Ok(Ok(())),
-            Err(text) => {
-                let message = text.rsplit("\"STDIN\": ").next().unwrap_or(&text);
-                Ok(Err(message.lines().next().unwrap_or_default().to_string()))
-            }
+            Err(text) => Ok(Err(api_message(&text))),
         }
     }
 
@@ -208,6 +204,23 @@ impl RealCluster {
         Ok(Some(
             command_failed_error(&stderr).unwrap_or_else(|| stderr.trim().to_string()),
         ))
+    }
+}
+
+/// What kubectl printed for a refused object, back in the form of the
+/// API's `Status` message: warnings and the `error when creating "STDIN": `
+/// framing go, `The ` goes, and kubectl's `* cause` lines become the
+/// API's `[cause, cause]`.
+fn api_message(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("Warning:")).collect();
+    let head = lines.first().copied().unwrap_or_default();
+    let head = head.rsplit("\"STDIN\": ").next().unwrap_or(head);
+    let head = head.strip_prefix("The ").unwrap_or(head);
+    let causes: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix("* ")).collect();
+    if causes.is_empty() {
+        head.to_string()
+    } else {
+        format!("{} [{}]", head.trim_end(), causes.join(", "))
     }
 }
 
@@ -274,6 +287,22 @@ mod tests {
             command_failed_error(stderr).as_deref(),
             Some("error determining service IP ranges for primary service cidr: the service cluster IP range must be at least 8 IP addresses")
         );
+    }
+
+    #[test]
+    fn kubectl_errors_go_back_to_the_api_form() {
+        let one = "Warning: resource services/p is missing the annotation.\nThe Service \"p\" is invalid: spec.clusterIPs[0]: Invalid value: [\"10.96.1.1\"]: may not change once set";
+        assert_eq!(
+            api_message(one),
+            "Service \"p\" is invalid: spec.clusterIPs[0]: Invalid value: [\"10.96.1.1\"]: may not change once set"
+        );
+        let many = "The Service \"ports\" is invalid: \n* spec.ports[1].name: Required value\n* spec.ports[1].port: Invalid value: 70000: x";
+        assert_eq!(
+            api_message(many),
+            "Service \"ports\" is invalid: [spec.ports[1].name: Required value, spec.ports[1].port: Invalid value: 70000: x]"
+        );
+        let framed = "Error from server (BadRequest): error when creating \"STDIN\": Service in version \"v1\" cannot be handled";
+        assert_eq!(api_message(framed), "Service in version \"v1\" cannot be handled");
     }
 
     #[test]
