@@ -8,9 +8,7 @@
 //! are published as the EndpointSlice `default/kubernetes`
 //! ([`kubernetes_endpoint_slice`]).
 
-use crate::api::endpoint_slice::{
-    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL, SKIP_MIRROR_LABEL,
-};
+use crate::api::endpoint_slice::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL};
 use crate::api::meta::ObjectMeta;
 use crate::api::service::{IntOrString, Service, ServicePort, ServiceSpec};
 use crate::family::IpFamily;
@@ -89,10 +87,8 @@ pub fn kubernetes_endpoint_slice(service: &Service, endpoints: &[SocketAddr]) ->
             _ => None,
         })
         .unwrap_or(i64::from(DEFAULT_SECURE_PORT));
-    let labels = BTreeMap::from([
-        (SERVICE_NAME_LABEL.to_string(), "kubernetes".to_string()),
-        (SKIP_MIRROR_LABEL.to_string(), "true".to_string()),
-    ]);
+    // The skip-mirror label belongs on the Endpoints object only.
+    let labels = BTreeMap::from([(SERVICE_NAME_LABEL.to_string(), "kubernetes".to_string())]);
     EndpointSlice {
         api_version: "discovery.k8s.io/v1".into(),
         kind: "EndpointSlice".into(),
@@ -209,10 +205,7 @@ mod tests {
         );
         assert_eq!(slice.metadata.name, "kubernetes");
         assert_eq!(slice.address_type, "IPv4");
-        assert_eq!(
-            slice.metadata.labels.get(SKIP_MIRROR_LABEL).map(String::as_str),
-            Some("true")
-        );
+        assert_eq!(slice.metadata.labels.len(), 1, "{:?}", slice.metadata.labels);
         let ips: Vec<&str> = slice.endpoints.iter().map(|e| e.addresses[0].as_str()).collect();
         assert_eq!(ips, ["192.168.0.10", "192.168.0.11"]);
         assert_eq!(slice.ports[0].port, Some(8443));
