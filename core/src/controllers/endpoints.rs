@@ -35,6 +35,12 @@ pub fn endpoints_from_slices(service: &Service, slices: &[&EndpointSlice]) -> En
         .filter(|s| s.family().is_some_and(|f| primary.is_none_or(|p| p == f)));
     for slice in wanted {
         let ports: Vec<Option<EndpointPort>> = if slice.ports.is_empty() {
+            // A slice without ports for a Service with ports holds Pods
+            // none of whose ports resolved: the Endpoints controller
+            // leaves those Pods out.
+            if !service.spec.ports.is_empty() {
+                continue;
+            }
             vec![None]
         } else {
             slice.ports.iter().filter_map(legacy_port).map(Some).collect()

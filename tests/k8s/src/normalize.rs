@@ -229,6 +229,13 @@ pub fn slices(items: &[Value]) -> Value {
                 meta.remove("name");
                 meta.remove("generateName");
             }
+            // Go's nil list, which the API prints as null, means what an
+            // empty one means.
+            for key in ["endpoints", "ports"] {
+                if let Some(v @ Value::Null) = slice.get_mut(key) {
+                    *v = json!([]);
+                }
+            }
             if let Some(Value::Array(endpoints)) = slice.get_mut("endpoints") {
                 for ep in endpoints.iter_mut() {
                     if let Some(Value::Object(target)) = ep.get_mut("targetRef") {
@@ -245,7 +252,7 @@ pub fn slices(items: &[Value]) -> Value {
     Value::Array(out)
 }
 
-/// A `v1/Endpoints`: addresses sorted within each subset.
+/// A `v1/Endpoints`: addresses sorted within each subset, subsets sorted.
 pub fn endpoints(stored: &Value) -> Value {
     let mut out = object(stored);
     if let Some(Value::Array(subsets)) = out.get_mut("subsets") {
@@ -262,6 +269,9 @@ pub fn endpoints(stored: &Value) -> Value {
                 }
             }
         }
+        // kube-controller-manager orders subsets by a hash of their
+        // contents, svcnet by their first address: the order means nothing.
+        subsets.sort_by_key(Value::to_string);
     }
     out
 }
