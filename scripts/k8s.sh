@@ -326,19 +326,26 @@ EOF
     say "KUBECONFIG=$RUN/kubeconfig"
 }
 
+# TERM to all three at once; whatever still runs after 2 s gets KILL (the
+# data goes with them, so an unfinished graceful shutdown loses nothing).
 stop_all() {
-    local pid name
+    local name pids=()
     for name in kube-controller-manager kube-apiserver etcd; do
         [[ -f $RUN/$name.pid ]] || continue
-        pid="$(cat "$RUN/$name.pid")"
-        kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
+        pids+=("$(cat "$RUN/$name.pid")")
         rm -f "$RUN/$name.pid"
     done
+    ((${#pids[@]})) || return 0
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    local i pid
+    for ((i = 0; i < 20; i++)); do
+        for pid in "${pids[@]}"; do
+            kill -0 "$pid" 2>/dev/null && break
+        done
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "${pids[@]}" 2>/dev/null || true
 }
 
 cmd_down() {
