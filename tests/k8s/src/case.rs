@@ -2,7 +2,7 @@
 //! to run on both sides, and what each step outputs for comparison.
 
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One case: a small scenario run against real Kubernetes and svcnet.
 #[derive(Clone, Debug, Deserialize)]
@@ -208,15 +208,20 @@ impl Step {
     }
 }
 
-/// Reads every `*.yaml` case in `dir`, sorted by file name.
-pub fn load_cases(dir: &Path) -> Result<Vec<Case>, String> {
+/// The `*.yaml` files in `dir`, sorted by name.
+pub fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut paths: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     paths.sort();
-    paths
+    Ok(paths)
+}
+
+/// Reads every `*.yaml` case in `dir`, sorted by file name.
+pub fn load_cases(dir: &Path) -> Result<Vec<Case>, String> {
+    yaml_files(dir)?
         .iter()
         .map(|path| {
             let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;

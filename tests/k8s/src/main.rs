@@ -11,6 +11,7 @@ mod case;
 mod diff;
 mod known;
 mod normalize;
+mod objects;
 mod ours;
 mod real;
 mod report;

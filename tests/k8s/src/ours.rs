@@ -2,6 +2,7 @@
 //! the real apiserver and driven with the same objects.
 
 use crate::case::ClusterFlags;
+use crate::objects::{identity, plural};
 use serde_json::Value;
 use svcnet_core::api::manifest::{parse_manifests, Object};
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
@@ -36,15 +37,8 @@ impl Ours {
 
     /// Creates one object: an error if it exists, as `POST` gives.
     pub fn create(&mut self, object: &Value) -> Result<(), String> {
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let namespace = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("default");
+        let (kind, namespace, name) = identity(object);
+        let namespace = if namespace.is_empty() { "default" } else { namespace };
         if !name.is_empty() && self.get(kind, namespace, name).is_some() {
             return Err(format!("{} {name:?} already exists", plural(kind)));
         }
@@ -159,15 +153,6 @@ fn config(range: &str, node_ports: &str, apiserver: &str) -> ClusterConfig {
         service_node_port_range: node_ports.to_string(),
         apiservers: vec![apiserver.to_string()],
         ..ClusterConfig::default()
-    }
-}
-
-/// The lower-case plural resource name of a kind, as in `services "x"`.
-fn plural(kind: &str) -> String {
-    match kind {
-        "Endpoints" => "endpoints".to_string(),
-        "ServiceCIDR" => "servicecidrs".to_string(),
-        other => format!("{}s", other.to_ascii_lowercase()),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::case::{CreateServices, GetStep, ObjectName, Step};
 use crate::normalize::{self, Ranges};
+use crate::objects::{self, cluster_scoped, identity, plural};
 use crate::ours::Ours;
 use crate::real::{resource_path, RealCluster};
 use serde::Deserialize;
@@ -178,7 +179,8 @@ impl<'a> CaseRun<'a> {
     fn write(&mut self, text: &str, how: Write) -> Result<Outputs, String> {
         let (mut real, mut ours) = (Vec::new(), Vec::new());
         for object in self.objects(text)? {
-            let id = object_id(&object);
+            let (kind, namespace, name) = identity(&object);
+            let id = objects::id(kind, namespace, name);
             let real_result = self.real_write(&object, how)?;
             let ours_result = match how {
                 Write::Create | Write::Pods => self.ours.create(&object),
@@ -195,15 +197,7 @@ impl<'a> CaseRun<'a> {
     }
 
     fn real_write(&mut self, object: &Value, how: Write) -> Result<Result<(), String>, String> {
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let namespace = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (kind, namespace, name) = identity(object);
         self.ensure_namespace(namespace)?;
         // A kubelet, not a user, writes a Pod's status: create, then patch.
         let how = match (how, kind) {
@@ -292,7 +286,7 @@ impl<'a> CaseRun<'a> {
     fn get(&mut self, get: &GetStep) -> Result<Outputs, String> {
         let name = &get.object;
         let ns = self.namespace_of(name);
-        let id = object_id_of(&name.kind, &ns, &name.name);
+        let id = objects::id(&name.kind, &ns, &name.name);
         let asked = self.sent.get(&id);
         let normalize = |v: &Value| -> Value {
             let v = match name.kind.as_str() {
@@ -464,30 +458,6 @@ enum Write {
     Create,
     Apply,
     Pods,
-}
-
-fn cluster_scoped(kind: &str) -> bool {
-    matches!(kind, "Node" | "ServiceCIDR" | "Namespace" | "IPAddress")
-}
-
-fn plural(kind: &str) -> String {
-    match kind {
-        "Endpoints" => "endpoints".to_string(),
-        other => format!("{}s", other.to_ascii_lowercase()),
-    }
-}
-
-fn object_id(object: &Value) -> String {
-    let get = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default();
-    object_id_of(get("/kind"), get("/metadata/namespace"), get("/metadata/name"))
-}
-
-fn object_id_of(kind: &str, namespace: &str, name: &str) -> String {
-    if namespace.is_empty() {
-        format!("{kind}/{name}")
-    } else {
-        format!("{kind}/{namespace}/{name}")
-    }
 }
 
 fn outcome(id: &str, result: Result<(), String>) -> Value {

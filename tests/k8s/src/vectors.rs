@@ -13,14 +13,8 @@ use svcnet_core::scenario::{Action, Vector};
 /// Every vector in `dir` with at least one step to replay, as a case named
 /// `vector-<file>`.
 pub fn load(dir: &Path) -> Result<Vec<Case>, String> {
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    paths.sort();
     let mut cases = Vec::new();
-    for path in paths {
+    for path in crate::case::yaml_files(dir)? {
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let vector: Vector = serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let name = path
