@@ -272,9 +272,13 @@ impl<'a> CaseRun<'a> {
 
     fn delete(&mut self, name: &ObjectName) -> Result<Outputs, String> {
         let ns = self.namespace_of(name);
-        let answer = self
-            .real
-            .request("DELETE", &resource_path(&name.kind, &ns, &name.name)?, "", None)?;
+        // A kubelet finishes a Pod's deletion at once when it has no
+        // containers to stop; with no kubelet here, the suite does.
+        let mut path = resource_path(&name.kind, &ns, &name.name)?;
+        if name.kind == "Pod" {
+            path.push_str("?gracePeriodSeconds=0");
+        }
+        let answer = self.real.request("DELETE", &path, "", None)?;
         let real = if answer.ok() { Ok(()) } else { Err(answer.message()) };
         let id = format!("{}/{}", name.kind, name.name);
         Ok(Outputs {

@@ -114,7 +114,7 @@ pub fn qualified_name(s: &str) -> Vec<String> {
 pub fn label_value(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
+        errs.push("must be no more than 63 bytes".to_string());
     }
     if !s.is_empty() && !label_key_name_ok(s) {
         errs.push(LABEL_VALUE_MSG.to_string());
