@@ -30,7 +30,7 @@ test('kubectl create svc clusterip gets the core\'s ClusterIP and prints kubectl
 test('errors are Kubernetes\' own', () => {
   const s = start();
   assert.equal(s.run('kubectl delete svc nope').text, 'Error from server (NotFound): services "nope" not found');
-  assert.match(s.run('kubectl create svc clusterip Bad_Name --tcp=80').text, /^The Service "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a DNS-1035 label/);
+  assert.match(s.run('kubectl create svc clusterip Bad_Name --tcp=80').text, /^The Service "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 label/);
   assert.equal(s.run('kubectl get svc nope').text, 'Error from server (NotFound): services "nope" not found');
   assert.equal(s.run('kubectl scale deployment nope --replicas=1').text, 'Error from server (NotFound): deployments.apps "nope" not found');
   assert.equal(s.run('kubectl create deployment x').text, 'error: required flag(s) "image" not set');
