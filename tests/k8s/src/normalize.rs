@@ -213,10 +213,68 @@ pub fn object(stored: &Value) -> Value {
     out
 }
 
+/// The most endpoints kube-controller-manager puts in one slice (its
+/// `--max-endpoints-per-slice` default), which svcnet keeps too.
+const MAX_ENDPOINTS_PER_SLICE: usize = 100;
+
 /// EndpointSlices: generated names go, endpoints are sorted by address and
-/// the slices by their content.
+/// the slices by their content. Slices that differ only in their endpoints
+/// (a Service past 100 endpoints) are merged into one entry: which Pods
+/// share a slice, and how many slices there are, depend on the order and
+/// batches in which kube-controller-manager saw the Pods, so only the
+/// endpoints and the per-slice limit are compared.
 pub fn slices(items: &[Value]) -> Value {
-    let mut out: Vec<Value> = items
+    let mut out: Vec<Value> = Vec::new();
+    let mut sizes: Vec<Vec<usize>> = Vec::new();
+    for mut slice in slice_list(items) {
+        let endpoints = match slice.as_object_mut().and_then(|o| o.remove("endpoints")) {
+            Some(Value::Array(endpoints)) => endpoints,
+            _ => Vec::new(),
+        };
+        match out.iter().position(|kept| without_endpoints(kept) == slice) {
+            Some(i) => {
+                sizes[i].push(endpoints.len());
+                if let Some(Value::Array(merged)) = out[i].get_mut("endpoints") {
+                    merged.extend(endpoints);
+                }
+            }
+            None => {
+                sizes.push(vec![endpoints.len()]);
+                slice["endpoints"] = Value::Array(endpoints);
+                out.push(slice);
+            }
+        }
+    }
+    for (slice, sizes) in out.iter_mut().zip(sizes) {
+        if let Some(Value::Array(endpoints)) = slice.get_mut("endpoints") {
+            endpoints.sort_by_key(|e| e.get("addresses").map(Value::to_string));
+        }
+        if sizes.len() > 1 {
+            let over: Vec<usize> = sizes.into_iter().filter(|&n| n > MAX_ENDPOINTS_PER_SLICE).collect();
+            slice["<merged slices>"] = if over.is_empty() {
+                json!(format!("each holds at most {MAX_ENDPOINTS_PER_SLICE} endpoints"))
+            } else {
+                json!(format!("slices over {MAX_ENDPOINTS_PER_SLICE} endpoints: {over:?}"))
+            };
+        }
+    }
+    out.sort_by_key(Value::to_string);
+    Value::Array(out)
+}
+
+/// A normalised slice less its endpoints.
+fn without_endpoints(slice: &Value) -> Value {
+    let mut slice = slice.clone();
+    if let Some(o) = slice.as_object_mut() {
+        o.remove("endpoints");
+    }
+    slice
+}
+
+/// Each slice normalised on its own: server fields and names gone, null
+/// lists empty, targetRefs without uid and resourceVersion.
+fn slice_list(items: &[Value]) -> Vec<Value> {
+    items
         .iter()
         .map(|slice| {
             let mut slice = object(slice);
@@ -243,13 +301,10 @@ pub fn slices(items: &[Value]) -> Value {
                         target.remove("resourceVersion");
                     }
                 }
-                endpoints.sort_by_key(|e| e.get("addresses").map(Value::to_string));
             }
             slice
         })
-        .collect();
-    out.sort_by_key(Value::to_string);
-    Value::Array(out)
+        .collect()
 }
 
 /// A `v1/Endpoints`: addresses sorted within each subset, subsets sorted.
@@ -377,6 +432,33 @@ mod tests {
             table(text, true, &Ranges::default()),
             json!({"columns": ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS"], "rows": [["<generated>", "IPv4", "80", "10.0.0.1"]]})
         );
+    }
+
+    #[test]
+    fn slices_differing_only_in_endpoints_are_merged() {
+        let ep = |ip: &str| json!({"addresses": [ip]});
+        let slice = |name: &str, eps: Vec<Value>| json!({"metadata": {"name": name, "labels": {"kubernetes.io/service-name": "big"}}, "addressType": "IPv4", "ports": [{"port": 80}], "endpoints": eps});
+        let one = [
+            slice("big-a", vec![ep("10.0.0.2"), ep("10.0.0.3")]),
+            slice("big-b", vec![ep("10.0.0.1")]),
+        ];
+        let other = [
+            slice("big-c", vec![ep("10.0.0.3")]),
+            slice("big-d", vec![ep("10.0.0.1"), ep("10.0.0.2")]),
+        ];
+        assert_eq!(slices(&one), slices(&other));
+        assert_eq!(
+            slices(&one)[0]["<merged slices>"],
+            json!("each holds at most 100 endpoints")
+        );
+        let crowded: Vec<Value> = (0..101).map(|i| ep(&format!("10.0.1.{i}"))).collect();
+        let too_big = [slice("big-a", crowded), slice("big-b", vec![ep("10.0.0.1")])];
+        assert_eq!(
+            slices(&too_big)[0]["<merged slices>"],
+            json!("slices over 100 endpoints: [101]")
+        );
+        let single = [slice("big-a", vec![ep("10.0.0.1")])];
+        assert!(slices(&single)[0].get("<merged slices>").is_none());
     }
 
     #[test]
