@@ -56,6 +56,17 @@ impl Object {
         }
     }
 
+    /// The object's metadata, to change.
+    pub fn meta_mut(&mut self) -> &mut super::meta::ObjectMeta {
+        match self {
+            Object::Service(o) => &mut o.metadata,
+            Object::ServiceCidr(o) => &mut o.metadata,
+            Object::Pod(o) => &mut o.metadata,
+            Object::Node(o) => &mut o.metadata,
+            Object::EndpointSlice(o) => &mut o.metadata,
+        }
+    }
+
     /// The object's name.
     pub fn name(&self) -> &str {
         match self {

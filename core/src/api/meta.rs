@@ -49,12 +49,20 @@ pub struct ObjectMeta {
     /// Opaque; accepted and dropped on output.
     #[serde(default, skip_serializing)]
     pub managed_fields: Option<serde_json::Value>,
-    /// Opaque; accepted and kept, unused.
+    /// The prefix a name is generated from when `name` is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generate_name: Option<serde_json::Value>,
 }
 
 impl ObjectMeta {
+    /// `generateName`, when it is a non-empty string.
+    pub fn generate_name_prefix(&self) -> Option<&str> {
+        match &self.generate_name {
+            Some(serde_json::Value::String(prefix)) if !prefix.is_empty() => Some(prefix),
+            _ => None,
+        }
+    }
+
     /// The namespace, with `default` for an empty one.
     pub fn namespace_or_default(&self) -> &str {
         if self.namespace.is_empty() {

@@ -19,4 +19,4 @@ pub use manifest::{parse_manifests, Object};
 pub use meta::ObjectMeta;
 pub use pod::{Node, Pod};
 pub use service::Service;
-pub use service_cidr::ServiceCidr;
+pub use service_cidr::{Condition, ServiceCidr, ServiceCidrStatus};

@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod cluster_ip;
+pub mod generate_name;
 pub mod kubernetes_service;
 pub mod node_port;
 pub mod range;

@@ -4,6 +4,7 @@
 
 use super::{ApiError, ControlPlane};
 use crate::api::manifest::{parse_manifests, Object};
+use crate::apiserver::generate_name::generated_name;
 use serde::Serialize;
 
 /// What applying one object did.
@@ -51,8 +52,10 @@ impl ControlPlane {
         Ok(objects.into_iter().map(|o| self.apply_object(o)).collect())
     }
 
-    /// Applies one object.
-    pub fn apply_object(&mut self, object: Object) -> Result<Applied, ApiError> {
+    /// Applies one object. One without a name but with `generateName` is
+    /// created under a generated name.
+    pub fn apply_object(&mut self, mut object: Object) -> Result<Applied, ApiError> {
+        self.generate_name(&mut object);
         if !object.meta().resource_version.is_empty() && !self.exists(&object) {
             return Err(ApiError::BadRequest(
                 "resourceVersion should not be set on objects to be created".into(),
@@ -78,6 +81,27 @@ impl ControlPlane {
             Object::Pod(pod) => self.apply_pod(*pod),
             Object::Node(node) => self.apply_node(*node),
             Object::EndpointSlice(slice) => self.apply_endpoint_slice(*slice),
+        }
+    }
+
+    /// Names an object that has `generateName` and no name: the prefix and
+    /// a suffix no object of its kind in its namespace has.
+    fn generate_name(&mut self, object: &mut Object) {
+        let Some(prefix) = object
+            .meta()
+            .name
+            .is_empty()
+            .then(|| object.meta().generate_name_prefix().map(str::to_string))
+            .flatten()
+        else {
+            return;
+        };
+        loop {
+            object.meta_mut().name = generated_name(&prefix, self.next_generated_name);
+            self.next_generated_name += 1;
+            if !self.exists(object) {
+                return;
+            }
         }
     }
 
@@ -159,6 +183,25 @@ mod tests {
         let err = cp.apply_manifest(&format!("{WEB}---\nkind: [\n")).unwrap_err();
         assert_eq!(err.reason(), "BadRequest");
         assert_eq!(cp, before);
+    }
+
+    #[test]
+    fn generate_name_gives_a_fresh_name() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {generateName: web-}\nspec: {ports: [{port: 80}]}\n";
+        let first = cp.apply_manifest(text).unwrap().remove(0).unwrap();
+        let second = cp.apply_manifest(text).unwrap().remove(0).unwrap();
+        for applied in [&first, &second] {
+            assert_eq!(applied.action, ApplyAction::Created);
+            let name = applied.object.name();
+            assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+            assert!(cp.service("default", name).is_some());
+        }
+        assert_ne!(first.object.name(), second.object.name());
+        let bad = text.replace("web-", "Web_");
+        let err = cp.apply_manifest(&bad).unwrap().remove(0).unwrap_err().to_string();
+        assert!(err.starts_with("The Service \"Web_"), "{err}");
+        assert!(err.contains("[metadata.generateName: Invalid value: \"Web_\""), "{err}");
     }
 
     #[test]

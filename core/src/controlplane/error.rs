@@ -25,7 +25,8 @@ pub enum ApiError {
     /// The object does not exist: `services "x" not found`.
     #[error("{resource} {name:?} not found")]
     NotFound {
-        /// The plural lower-case resource name, as in `services`.
+        /// The plural lower-case resource name, qualified by its API group
+        /// outside the core group: `services`, `servicecidrs.networking.k8s.io`.
         resource: String,
         /// The object's name.
         name: String,

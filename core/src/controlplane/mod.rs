@@ -67,8 +67,8 @@ pub struct ControlPlane {
     leaks: LeakTracker,
     now: Time,
     next_uid: u64,
-    /// Counter behind generated EndpointSlice names.
-    next_slice_name: u64,
+    /// Counter behind generated names (EndpointSlices, `generateName`).
+    next_generated_name: u64,
 }
 
 impl ControlPlane {
@@ -77,7 +77,7 @@ impl ControlPlane {
     /// gives the configured apiservers a lease at time 0.
     pub fn new(config: ClusterConfig) -> Result<ControlPlane, ConfigError> {
         let config = config.validate()?;
-        let default_service_cidr = service_cidrs::default_service_cidr(&config.service_cidrs);
+        let default_service_cidr = service_cidrs::default_service_cidr(&config.service_cidrs, Time::ZERO);
         let cluster_ips = ClusterIpAllocator::new(config.service_cidrs.iter().copied())
             .map_err(|e| ConfigError::ServiceCidr(e.to_string()))?;
         let node_ports = NodePortAllocator::new(config.node_ports);
@@ -96,7 +96,7 @@ impl ControlPlane {
             leaks: LeakTracker::default(),
             now: Time::ZERO,
             next_uid: 1,
-            next_slice_name: 0,
+            next_generated_name: 0,
         };
         for addr in cp.config.apiservers.clone() {
             cp.leases.heartbeat(addr, Time::ZERO);

@@ -10,10 +10,11 @@
 
 use super::{ApiError, Applied, ApplyAction, ControlPlane};
 use crate::api::manifest::Object;
-use crate::api::ServiceCidr;
+use crate::api::{Condition, ServiceCidr, ServiceCidrStatus};
 use crate::apiserver::service_cidr::{parse_cidr, validate_service_cidr, CidrError};
 use crate::family::IpFamily;
 use crate::field::{BadValue, FieldError, FieldPath};
+use crate::time::Time;
 use ipnetwork::IpNetwork;
 
 /// The default ServiceCIDR's name.
@@ -22,17 +23,49 @@ pub const DEFAULT_SERVICE_CIDR_NAME: &str = "kubernetes";
 /// Kubernetes' example of a valid CIDR, in its CIDR messages.
 const CIDR_EXAMPLE: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
+/// The finalizer that holds a ServiceCIDR's deletion while its addresses
+/// are in use.
+const FINALIZER: &str = "networking.k8s.io/service-cidr-finalizer";
+
+/// The `Ready` condition's message while ClusterIPs come from the ranges.
+const READY_MESSAGE: &str = "Kubernetes Service CIDR is ready";
+
+/// The `Ready` condition's message while a deletion is held.
+const TERMINATING_MESSAGE: &str =
+    "There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR";
+
 /// The default ServiceCIDR for these ranges (`kubectl get servicecidr
-/// kubernetes`).
-pub fn default_service_cidr(cidrs: &[IpNetwork]) -> ServiceCidr {
-    let mut obj = ServiceCidr {
-        api_version: "networking.k8s.io/v1".into(),
-        kind: "ServiceCIDR".into(),
-        ..ServiceCidr::default()
-    };
+/// kubernetes`), ready since `now`.
+pub fn default_service_cidr(cidrs: &[IpNetwork], now: Time) -> ServiceCidr {
+    let mut obj = ServiceCidr::default();
     obj.metadata.name = DEFAULT_SERVICE_CIDR_NAME.into();
     obj.spec.cidrs = cidrs.iter().map(ToString::to_string).collect();
+    admit(&mut obj, now);
     obj
+}
+
+/// What the apiserver and the ServiceCIDR controller write on a new
+/// ServiceCIDR: its kind, the finalizer and `Ready=True`; whatever status
+/// the user sent goes.
+fn admit(obj: &mut ServiceCidr, now: Time) {
+    obj.api_version = "networking.k8s.io/v1".into();
+    obj.kind = "ServiceCIDR".into();
+    obj.metadata.namespace.clear();
+    obj.metadata.finalizers = Some(serde_json::json!([FINALIZER]));
+    obj.status = ready(now, "True", "", READY_MESSAGE);
+}
+
+/// A status of one `Ready` condition.
+fn ready(now: Time, status: &str, reason: &str, message: &str) -> ServiceCidrStatus {
+    ServiceCidrStatus {
+        conditions: vec![Condition {
+            type_: "Ready".into(),
+            status: status.into(),
+            last_transition_time: now.rfc3339(),
+            reason: reason.into(),
+            message: message.into(),
+        }],
+    }
 }
 
 impl ControlPlane {
@@ -44,9 +77,6 @@ impl ControlPlane {
     /// Creates a ServiceCIDR; its spec may not change afterwards.
     pub(super) fn apply_service_cidr(&mut self, mut obj: ServiceCidr) -> Result<Applied, ApiError> {
         let name = obj.metadata.name.clone();
-        obj.api_version = "networking.k8s.io/v1".into();
-        obj.kind = "ServiceCIDR".into();
-        obj.metadata.namespace.clear();
         let existing = if name == DEFAULT_SERVICE_CIDR_NAME {
             Some(&self.default_service_cidr)
         } else {
@@ -83,6 +113,7 @@ impl ControlPlane {
             }
             added.push(*cidr);
         }
+        admit(&mut obj, self.now);
         self.service_cidrs.insert(name, obj.clone());
         Ok(Applied {
             action: ApplyAction::Created,
@@ -176,7 +207,7 @@ impl ControlPlane {
             .get(name)
             .cloned()
             .ok_or_else(|| ApiError::NotFound {
-                resource: "servicecidrs".into(),
+                resource: "servicecidrs.networking.k8s.io".into(),
                 name: name.into(),
             })?;
         let cidrs = object_cidrs(&obj);
@@ -184,9 +215,12 @@ impl ControlPlane {
             for c in &cidrs {
                 self.cluster_ips.set_terminating(*c);
             }
-            let now = self.now.rfc3339();
+            let now = self.now;
             if let Some(held) = self.service_cidrs.get_mut(name) {
-                held.metadata.deletion_timestamp.get_or_insert(now);
+                if held.metadata.deletion_timestamp.is_none() {
+                    held.metadata.deletion_timestamp = Some(now.rfc3339());
+                    held.status = ready(now, "False", "Terminating", TERMINATING_MESSAGE);
+                }
                 return Ok(held.clone());
             }
         }

@@ -12,9 +12,10 @@
 
 use super::{ControlPlane, ObjectKey};
 use crate::api::{EndpointSlice, Endpoints, Pod, Service};
+use crate::apiserver::generate_name::generated_name;
 use crate::apiserver::kubernetes_service::{is_kubernetes_service, kubernetes_endpoint_slice};
 use crate::controllers::endpoints::endpoints_from_slices;
-use crate::controllers::endpointslice::{desired, desired_slices, names::generated_name};
+use crate::controllers::endpointslice::{desired, desired_slices};
 use crate::kubelet::service_env;
 use std::collections::BTreeSet;
 
@@ -174,8 +175,8 @@ impl ControlPlane {
     /// `namespace` has.
     fn generate_slice_name(&mut self, namespace: &str, service: &str) -> String {
         loop {
-            let name = generated_name(service, self.next_slice_name);
-            self.next_slice_name += 1;
+            let name = generated_name(&format!("{service}-"), self.next_generated_name);
+            self.next_generated_name += 1;
             if !self
                 .endpoint_slices
                 .contains_key(&(namespace.to_string(), name.clone()))

@@ -58,9 +58,10 @@ pub struct Snapshot {
     /// The next object uid / resourceVersion.
     #[serde(default = "one")]
     pub next_uid: u64,
-    /// The counter behind generated EndpointSlice names.
-    #[serde(default)]
-    pub next_slice_name: u64,
+    /// The counter behind generated names (EndpointSlices, `generateName`);
+    /// read under its old name too.
+    #[serde(default, alias = "nextSliceName")]
+    pub next_generated_name: u64,
 }
 
 fn one() -> u64 {
@@ -109,7 +110,7 @@ impl ControlPlane {
             leaks: self.leaks.clone(),
             now: self.now,
             next_uid: self.next_uid,
-            next_slice_name: self.next_slice_name,
+            next_generated_name: self.next_generated_name,
         }
     }
 
@@ -185,7 +186,7 @@ impl ControlPlane {
         cp.leaks = snapshot.leaks;
         cp.now = snapshot.now;
         cp.next_uid = snapshot.next_uid;
-        cp.next_slice_name = snapshot.next_slice_name;
+        cp.next_generated_name = snapshot.next_generated_name;
         cp.ensure_kubernetes_service();
         cp.sync_all_slices();
         Ok(cp)

@@ -203,11 +203,17 @@ fn drop_empty_status(object: &mut Value) {
     }
 }
 
-/// Any other object: server metadata stripped.
+/// Any other object: server metadata and the times of status conditions
+/// stripped.
 pub fn object(stored: &Value) -> Value {
     let mut out = stored.clone();
     if let Some(Value::Object(meta)) = out.get_mut("metadata") {
         strip_server_metadata(meta);
+    }
+    if let Some(Value::Array(conditions)) = out.pointer_mut("/status/conditions") {
+        for condition in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            condition.remove("lastTransitionTime");
+        }
     }
     drop_empty_status(&mut out);
     out
@@ -260,6 +266,35 @@ pub fn slices(items: &[Value]) -> Value {
     }
     out.sort_by_key(Value::to_string);
     Value::Array(out)
+}
+
+/// The characters kube-apiserver draws generated name suffixes from.
+const GENERATED_SUFFIX_CHARS: &str = "bcdfghjklmnpqrstvwxz2456789";
+
+/// `text` with every name generated from `prefix` (the prefix cut to 58
+/// characters, then 5 suffix characters) written `<prefix><generated>`.
+pub fn mask_generated_names(text: &str, prefix: &str) -> String {
+    let stem: String = prefix.chars().take(58).collect();
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(&stem) {
+        let after = &rest[at + stem.len()..];
+        let suffix_len = after
+            .chars()
+            .take(5)
+            .take_while(|c| GENERATED_SUFFIX_CHARS.contains(*c))
+            .count();
+        out.push_str(&rest[..at]);
+        if suffix_len == 5 {
+            out.push_str(&format!("{prefix}<generated>"));
+            rest = &after[5..];
+        } else {
+            out.push_str(&stem);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A normalised slice less its endpoints.
@@ -459,6 +494,18 @@ mod tests {
         );
         let single = [slice("big-a", vec![ep("10.0.0.1")])];
         assert!(slices(&single)[0].get("<merged slices>").is_none());
+    }
+
+    #[test]
+    fn generated_names_are_masked() {
+        let text = r#"The Service "Web_4cdvv" is invalid: metadata.generateName: Invalid value: "Web_": bad"#;
+        assert_eq!(
+            mask_generated_names(text, "Web_"),
+            r#"The Service "Web_<generated>" is invalid: metadata.generateName: Invalid value: "Web_": bad"#
+        );
+        let long = "a".repeat(60);
+        let named = format!("{}x7k2p", &long[..58]);
+        assert_eq!(mask_generated_names(&named, &long), format!("{long}<generated>"));
     }
 
     #[test]

@@ -27,6 +27,16 @@ pub fn plural(kind: &str) -> String {
     }
 }
 
+/// The resource as kube-apiserver's messages name it: the plural,
+/// qualified by the API group outside the core group.
+pub fn resource(kind: &str) -> String {
+    match kind {
+        "ServiceCIDR" | "IPAddress" => format!("{}.networking.k8s.io", plural(kind)),
+        "EndpointSlice" => format!("{}.discovery.k8s.io", plural(kind)),
+        _ => plural(kind),
+    }
+}
+
 /// Kinds that live outside namespaces.
 pub fn cluster_scoped(kind: &str) -> bool {
     matches!(kind, "Node" | "ServiceCIDR" | "Namespace" | "IPAddress")
@@ -45,6 +55,8 @@ mod tests {
         assert_eq!(id("Node", "", "a"), "Node/a");
         assert_eq!(plural("ServiceCIDR"), "servicecidrs");
         assert_eq!(plural("Endpoints"), "endpoints");
+        assert_eq!(resource("ServiceCIDR"), "servicecidrs.networking.k8s.io");
+        assert_eq!(resource("Service"), "services");
         assert!(cluster_scoped("ServiceCIDR") && !cluster_scoped("Pod"));
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::case::{CreateServices, GetStep, ObjectName, Step};
 use crate::normalize::{self, Ranges};
-use crate::objects::{self, cluster_scoped, identity, plural};
+use crate::objects::{self, cluster_scoped, identity};
 use crate::ours::Ours;
 use crate::real::{resource_path, RealCluster};
 use serde::Deserialize;
@@ -186,8 +186,15 @@ impl<'a> CaseRun<'a> {
                 Write::Create | Write::Pods => self.ours.create(&object),
                 Write::Apply => self.ours.apply(&object),
             };
-            real.push(outcome(&id, real_result));
-            ours.push(outcome(&id, ours_result));
+            // A name made from `generateName` is random on both sides.
+            let generated = |result: Result<(), String>| match object.pointer("/metadata/generateName") {
+                Some(Value::String(prefix)) if name.is_empty() => {
+                    result.map_err(|e| normalize::mask_generated_names(&e, prefix))
+                }
+                _ => result,
+            };
+            real.push(outcome(&id, generated(real_result)));
+            ours.push(outcome(&id, generated(ours_result)));
             self.sent.insert(id, object);
         }
         Ok(Outputs {
@@ -303,17 +310,21 @@ impl<'a> CaseRun<'a> {
                 None => v,
             }
         };
-        let answer = self.real.get(&resource_path(&name.kind, &ns, &name.name)?)?;
-        let real = if answer.ok() {
-            normalize(&answer.body)
-        } else {
-            json!({"error": answer.message()})
-        };
         let ours = match self.ours.get(&name.kind, &ns, &name.name) {
             Some(v) => normalize(&v),
-            None => json!({"error": format!("{} {:?} not found", plural(&name.kind), name.name)}),
+            None => json!({"error": format!("{} {:?} not found", objects::resource(&name.kind), name.name)}),
         };
-        Ok(Outputs { real, ours })
+        let path = resource_path(&name.kind, &ns, &name.name)?;
+        // Controllers write parts of some objects (a ServiceCIDR's status,
+        // its removal once released), so the real side may need a moment.
+        self.settle(ours, || {
+            let answer = self.real.get(&path)?;
+            Ok(if answer.ok() {
+                normalize(&answer.body)
+            } else {
+                json!({"error": answer.message()})
+            })
+        })
     }
 
     fn terminate(&mut self, name: &ObjectName) -> Result<Outputs, String> {

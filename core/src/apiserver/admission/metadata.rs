@@ -20,6 +20,11 @@ pub fn validate_object_meta(
 ) -> Vec<FieldError> {
     let path = FieldPath::new("metadata");
     let mut errs = Vec::new();
+    if let Some(prefix) = meta.generate_name_prefix() {
+        for msg in name_rule(&mask_trailing_dash(prefix)) {
+            errs.push(FieldError::invalid(&path.child("generateName"), prefix, &msg));
+        }
+    }
     if meta.name.is_empty() {
         errs.push(FieldError::required(
             &path.child("name"),
@@ -42,6 +47,15 @@ pub fn validate_object_meta(
     errs.extend(validate_labels(&meta.labels, &path.child("labels")));
     errs.extend(validate_annotations(&meta.annotations, &path.child("annotations")));
     errs
+}
+
+/// A `generateName` is checked as a name would be, its trailing dash (which
+/// the generated suffix follows) read as a letter.
+fn mask_trailing_dash(prefix: &str) -> String {
+    match prefix.strip_suffix('-') {
+        Some(rest) if !rest.is_empty() => format!("{rest}a"),
+        _ => prefix.to_string(),
+    }
 }
 
 /// Label keys must be qualified names, values label values (also used for
@@ -115,6 +129,26 @@ mod tests {
         assert!(
             errs[0].starts_with("metadata.annotations: Invalid value: \"a/b/c\": a valid label key"),
             "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn generate_name_is_checked_as_a_name_with_its_dash_read_as_a_letter() {
+        let with = |prefix: &str| {
+            let mut m = meta(&[], &[]);
+            m.generate_name = Some(serde_json::Value::String(prefix.into()));
+            messages(&m)
+        };
+        assert!(with("web-").is_empty());
+        let errs = with("-bad");
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with("metadata.generateName: Invalid value: \"-bad\": a lowercase RFC 1123 label"));
+        assert_eq!(
+            with(&format!("{}-", "a".repeat(63))),
+            vec![format!(
+                "metadata.generateName: Invalid value: \"{}-\": must be no more than 63 characters",
+                "a".repeat(63)
+            )]
         );
     }
 

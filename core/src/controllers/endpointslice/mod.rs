@@ -24,7 +24,7 @@
 //!   and, for headless Services, `service.kubernetes.io/headless`.
 //! - Slices change only where their content changes (see [`reconcile`]);
 //!   new slices come back without a name for the caller to generate one
-//!   ([`names::generated_name`]).
+//!   ([`crate::apiserver::generate_name::generated_name`]).
 //!
 //! Differences from Kubernetes, on purpose: Pods whose Node is unknown are
 //! kept (Kubernetes skips them, unless `publishNotReadyAddresses`), since
@@ -33,7 +33,6 @@
 //! them until the Service is deleted).
 
 pub mod desired;
-pub mod names;
 pub mod reconcile;
 
 use crate::api::endpoint_slice::{

@@ -1,6 +1,7 @@
-//! Names of new EndpointSlices: `<service>-<5 characters>`, as
-//! kube-apiserver's `generateName` makes them, but from a counter instead of
-//! a random generator, so the same inputs always give the same names.
+//! `metadata.generateName`: a prefix and 5 characters, as kube-apiserver
+//! makes names for objects created without one (EndpointSlices,
+//! `kubectl create` with `generateName`), but from a counter instead of a
+//! random generator, so the same inputs always give the same names.
 
 /// The characters Kubernetes draws generated suffixes from (no vowels, no
 /// look-alike digits).
@@ -22,11 +23,11 @@ const OFFSET: u64 = 4_711_002;
 /// Longest base kept before the suffix, so the name fits in 63 characters.
 const MAX_BASE_LEN: usize = 63 - SUFFIX_LEN;
 
-/// The `n`th generated name for `base` (the Service name): `base` and a
-/// dash, cut to 58 characters, then a 5-character suffix. Counters below
-/// 27^5 give distinct suffixes.
-pub fn generated_name(base: &str, n: u64) -> String {
-    let prefix: String = format!("{base}-").chars().take(MAX_BASE_LEN).collect();
+/// The `n`th generated name for `prefix` (a `generateName`, such as
+/// `web-`): the prefix cut to 58 characters, then a 5-character suffix.
+/// Counters below 27^5 give distinct suffixes.
+pub fn generated_name(prefix: &str, n: u64) -> String {
+    let prefix: String = prefix.chars().take(MAX_BASE_LEN).collect();
     let mut value = (n % SUFFIXES * STRIDE + OFFSET) % SUFFIXES;
     let mut suffix = [0u8; SUFFIX_LEN];
     for slot in suffix.iter_mut().rev() {
@@ -46,19 +47,19 @@ mod tests {
 
     #[test]
     fn names_look_like_kubernetes_and_do_not_repeat() {
-        let names: BTreeSet<String> = (0..5000).map(|n| generated_name("web", n)).collect();
+        let names: BTreeSet<String> = (0..5000).map(|n| generated_name("web-", n)).collect();
         assert_eq!(names.len(), 5000);
         for name in &names {
             let suffix = name.strip_prefix("web-").unwrap();
             assert_eq!(suffix.len(), 5);
             assert!(suffix.bytes().all(|b| ALPHABET.contains(&b)), "{name}");
         }
-        assert_eq!(generated_name("web", 7), generated_name("web", 7));
+        assert_eq!(generated_name("web-", 7), generated_name("web-", 7));
     }
 
     #[test]
     fn long_service_names_are_cut_to_fit() {
-        let long = "a".repeat(63);
+        let long = "a".repeat(64);
         let name = generated_name(&long, 0);
         assert_eq!(name.len(), 63);
         assert!(name.starts_with(&"a".repeat(58)));
