@@ -19,7 +19,7 @@ const LONG_ABOUT: &str = concat!(
     "(a \"real server\") and rewrites the destination (NAT). Each ClusterIP:port:protocol is an IPVS ",
     "\"virtual server\"; a NodePort Service also gets one on every node address. The ClusterIPs are bound on ",
     "the dummy interface kube-ipvs0 so the node accepts their packets.\n\n",
-    "The agent reads Services, Pods, Nodes and EndpointSlices from manifest files, runs the same allocation ",
+    "The agent reads Services, Pods, Nodes, EndpointSlices and Endpoints from manifest files, runs the same allocation ",
     "and EndpointSlice logic as kube-apiserver and kube-controller-manager, and keeps the kernel's IPVS table ",
     "equal to what kube-proxy would program. It adopts what the kernel already has (no flush), changes only ",
     "what differs, drains removed pods gracefully, and never touches virtual servers it does not own."

@@ -1,6 +1,8 @@
 //! `v1/Endpoints`: the legacy, one-object-per-Service view of endpoints that
-//! `kubectl get endpoints` prints. svcnet derives it from EndpointSlices
-//! (see [`crate::controllers::endpoints`]); it is never applied.
+//! `kubectl get endpoints` prints. For a Service with a selector svcnet
+//! derives it from EndpointSlices (see [`crate::controllers::endpoints`]);
+//! for one without, users write it and it is mirrored into EndpointSlices
+//! (see [`crate::controllers::endpointslice_mirroring`]).
 
 use super::endpoint_slice::ObjectReference;
 use super::meta::ObjectMeta;
@@ -11,10 +13,13 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct Endpoints {
     /// `v1`.
+    #[serde(default)]
     pub api_version: String,
     /// `Endpoints`.
+    #[serde(default)]
     pub kind: String,
     /// Name and namespace (the Service's), labels.
+    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Groups of addresses that serve the same ports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -41,6 +46,7 @@ pub struct EndpointSubset {
 #[serde(rename_all = "camelCase")]
 pub struct EndpointAddress {
     /// The IP address.
+    #[serde(default)]
     pub ip: String,
     /// The hostname, for headless Services.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +67,7 @@ pub struct EndpointPort {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The port number on the addresses.
+    #[serde(default)]
     pub port: i64,
     /// `TCP`, `UDP` or `SCTP`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,7 @@
 //! are still reported.
 
 use super::endpoint_slice::EndpointSlice;
+use super::endpoints::Endpoints;
 use super::pod::{Node, Pod};
 use super::service::Service;
 use super::service_cidr::ServiceCidr;
@@ -31,6 +32,8 @@ pub enum Object {
     Node(Box<Node>),
     /// A `discovery.k8s.io/v1/EndpointSlice`.
     EndpointSlice(Box<EndpointSlice>),
+    /// A `v1/Endpoints`, written by hand for a Service without a selector.
+    Endpoints(Box<Endpoints>),
 }
 
 impl Object {
@@ -42,6 +45,7 @@ impl Object {
             Object::Pod(_) => "Pod",
             Object::Node(_) => "Node",
             Object::EndpointSlice(_) => "EndpointSlice",
+            Object::Endpoints(_) => "Endpoints",
         }
     }
 
@@ -53,6 +57,7 @@ impl Object {
             Object::Pod(o) => &o.metadata,
             Object::Node(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
+            Object::Endpoints(o) => &o.metadata,
         }
     }
 
@@ -64,6 +69,7 @@ impl Object {
             Object::Pod(o) => &mut o.metadata,
             Object::Node(o) => &mut o.metadata,
             Object::EndpointSlice(o) => &mut o.metadata,
+            Object::Endpoints(o) => &mut o.metadata,
         }
     }
 
@@ -75,6 +81,7 @@ impl Object {
             Object::Pod(o) => &o.metadata.name,
             Object::Node(o) => &o.metadata.name,
             Object::EndpointSlice(o) => &o.metadata.name,
+            Object::Endpoints(o) => &o.metadata.name,
         }
     }
 
@@ -85,6 +92,7 @@ impl Object {
             Object::Service(o) => o.metadata.namespace_or_default(),
             Object::Pod(o) => o.metadata.namespace_or_default(),
             Object::EndpointSlice(o) => o.metadata.namespace_or_default(),
+            Object::Endpoints(o) => o.metadata.namespace_or_default(),
             Object::ServiceCidr(_) | Object::Node(_) => "",
         }
     }
@@ -108,6 +116,7 @@ impl Object {
             Object::Pod(_) => "pod",
             Object::Node(_) => "node",
             Object::EndpointSlice(_) => "endpointslice.discovery.k8s.io",
+            Object::Endpoints(_) => "endpoints",
         }
     }
 }
@@ -201,6 +210,9 @@ fn decode_with(value: serde_json::Value, paths: Paths) -> Result<Object, String>
         ("v1", "Node") => strict::<Node>(value, &kind, &version, paths).map(|n| Object::Node(Box::new(n))),
         ("discovery.k8s.io/v1", "EndpointSlice") => {
             strict::<EndpointSlice>(value, &kind, &version, paths).map(|e| Object::EndpointSlice(Box::new(e)))
+        }
+        ("v1", "Endpoints") => {
+            strict::<Endpoints>(value, &kind, &version, paths).map(|e| Object::Endpoints(Box::new(e)))
         }
         _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
     }

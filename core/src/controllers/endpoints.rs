@@ -29,21 +29,26 @@ use std::net::IpAddr;
 pub fn endpoints_from_slices(service: &Service, slices: &[&EndpointSlice]) -> Endpoints {
     let primary = primary_family(service);
     // Port (None for a headless Service without ports) -> address -> ready.
-    let mut by_port: BTreeMap<Option<EndpointPort>, AddressSet> = BTreeMap::new();
+    let mut by_port: BTreeMap<PortKey, AddressSet> = BTreeMap::new();
     let wanted = slices
         .iter()
         .filter(|s| s.family().is_some_and(|f| primary.is_none_or(|p| p == f)));
     for slice in wanted {
-        let ports: Vec<Option<EndpointPort>> = if slice.ports.is_empty() {
+        let ports: Vec<PortKey> = if slice.ports.is_empty() {
             // A slice without ports for a Service with ports holds Pods
             // none of whose ports resolved: the Endpoints controller
             // leaves those Pods out.
             if !service.spec.ports.is_empty() {
                 continue;
             }
-            vec![None]
+            vec![(None, None)]
         } else {
-            slice.ports.iter().filter_map(legacy_port).map(Some).collect()
+            slice
+                .ports
+                .iter()
+                .filter_map(legacy_port)
+                .map(|p| (Some(p), None))
+                .collect()
         };
         for endpoint in &slice.endpoints {
             let Some(ready) = listed_as(endpoint) else {
@@ -158,15 +163,59 @@ type AddressSet = BTreeMap<AddressKey, (EndpointAddress, bool)>;
 /// The ports a set of addresses serves, and those addresses.
 type Subset = (Vec<EndpointPort>, Vec<(EndpointAddress, bool)>);
 
+/// A port as `RepackSubsets` tells ports apart: by value (`None` for a
+/// subset without ports), except that Go compares the `appProtocol`
+/// pointer, so equal ports with an `appProtocol` that come from different
+/// written subsets stay apart; the subset's index stands in for the
+/// pointer. Ports the Endpoints controller builds share one pointer per
+/// Service port, so theirs is `None`.
+type PortKey = (Option<EndpointPort>, Option<usize>);
+
+/// Written subsets in kube-apiserver's canonical form (`RepackSubsets`):
+/// each address once (the first written, by IP and target uid), not
+/// ready if it is not ready for a port anywhere, and ports that serve the
+/// same addresses in one subset.
+pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
+    let mut by_port: BTreeMap<PortKey, AddressSet> = BTreeMap::new();
+    let mut first_written: BTreeMap<AddressKey, EndpointAddress> = BTreeMap::new();
+    for (i, subset) in subsets.iter().enumerate() {
+        let ports: Vec<PortKey> = if subset.ports.is_empty() {
+            vec![(None, None)]
+        } else {
+            subset
+                .ports
+                .iter()
+                .map(|p| (Some(p.clone()), p.app_protocol.is_some().then_some(i)))
+                .collect()
+        };
+        let ready = subset.addresses.iter().map(|a| (a, true));
+        let not_ready = subset.not_ready_addresses.iter().map(|a| (a, false));
+        let addresses: Vec<(&EndpointAddress, bool)> = ready.chain(not_ready).collect();
+        for port in ports {
+            for (address, ready) in &addresses {
+                let key = AddressKey::of(address);
+                let address = first_written.entry(key.clone()).or_insert_with(|| (*address).clone());
+                let entry = by_port
+                    .entry(port.clone())
+                    .or_default()
+                    .entry(key)
+                    .or_insert_with(|| (address.clone(), *ready));
+                entry.1 &= *ready;
+            }
+        }
+    }
+    repack(by_port)
+}
+
 /// Groups ports whose addresses (with readiness) are identical into subsets.
-fn repack(by_port: BTreeMap<Option<EndpointPort>, AddressSet>) -> Vec<EndpointSubset> {
+fn repack(by_port: BTreeMap<PortKey, AddressSet>) -> Vec<EndpointSubset> {
     let mut grouped: BTreeMap<Vec<(AddressKey, bool)>, Subset> = BTreeMap::new();
     for (port, addresses) in by_port {
         let key: Vec<(AddressKey, bool)> = addresses.iter().map(|(k, (_, ready))| (k.clone(), *ready)).collect();
         let entry = grouped
             .entry(key)
             .or_insert_with(|| (Vec::new(), addresses.into_values().collect()));
-        entry.0.extend(port);
+        entry.0.extend(port.0);
     }
     let mut subsets: Vec<EndpointSubset> = grouped
         .into_values()

@@ -5,9 +5,12 @@
 //!   selects become the endpoints of its EndpointSlices.
 //! - [`endpoints`]: the legacy `v1/Endpoints` view of a Service, derived
 //!   from its EndpointSlices, as `kubectl get endpoints` shows it.
+//! - [`endpointslice_mirroring`]: a hand-written `v1/Endpoints` of a
+//!   Service without a selector, mirrored into EndpointSlices.
 //!
 //! The control plane ([`crate::controlplane`]) runs them whenever Services,
 //! Pods, Nodes or EndpointSlices change and stores what they return.
 
 pub mod endpoints;
 pub mod endpointslice;
+pub mod endpointslice_mirroring;

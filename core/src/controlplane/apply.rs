@@ -81,6 +81,7 @@ impl ControlPlane {
             Object::Pod(pod) => self.apply_pod(*pod),
             Object::Node(node) => self.apply_node(*node),
             Object::EndpointSlice(slice) => self.apply_endpoint_slice(*slice),
+            Object::Endpoints(endpoints) => self.apply_endpoints(*endpoints),
         }
     }
 
@@ -114,11 +115,13 @@ impl ControlPlane {
             Object::Pod(_) => self.pod(namespace, name).is_some(),
             Object::Node(_) => self.node(name).is_some(),
             Object::EndpointSlice(_) => self.endpoint_slice(namespace, name).is_some(),
+            Object::Endpoints(_) => self.written_endpoints.contains_key(&(namespace.into(), name.into())),
         }
     }
 
     /// Deletes an object by kind (`Service`/`svc`/`services`, `ServiceCIDR`,
-    /// `Pod`/`po`, `Node`/`no`, `EndpointSlice`), namespace and name.
+    /// `Pod`/`po`, `Node`/`no`, `EndpointSlice`, `Endpoints`/`ep`),
+    /// namespace and name.
     pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<Object, ApiError> {
         let namespace = if namespace.is_empty() { "default" } else { namespace };
         match kind.to_ascii_lowercase().as_str() {
@@ -131,6 +134,9 @@ impl ControlPlane {
             "endpointslice" | "endpointslices" => self
                 .delete_endpoint_slice(namespace, name)
                 .map(|e| Object::EndpointSlice(Box::new(e))),
+            "endpoints" | "ep" => self
+                .delete_endpoints(namespace, name)
+                .map(|e| Object::Endpoints(Box::new(e))),
             other => Err(ApiError::BadRequest(format!(
                 "the server doesn't have a resource type {other:?}"
             ))),

@@ -49,6 +49,9 @@ impl ControlPlane {
                         keys.insert((namespace, service.to_string()));
                     }
                 }
+                Object::Endpoints(e) => {
+                    keys.insert((namespace, e.metadata.name.clone()));
+                }
                 Object::Pod(_) => {
                     namespaces.insert(namespace);
                 }
@@ -57,7 +60,7 @@ impl ControlPlane {
         }
         for gone in removed {
             match gone.kind {
-                "Service" => {
+                "Service" | "Endpoints" => {
                     keys.insert((gone.namespace.clone(), gone.name.clone()));
                 }
                 "EndpointSlice" => slice(&mut keys, &gone.namespace, &gone.name),

@@ -14,6 +14,7 @@
 pub mod apply;
 mod changes;
 pub mod config;
+pub mod endpoints;
 pub mod error;
 pub mod objects;
 pub mod proxy;
@@ -31,7 +32,7 @@ pub use prune::{ObjectRef, SetOutcome};
 use slice_store::SliceStore;
 pub use snapshot::Snapshot;
 
-use crate::api::{EndpointSlice, Node, ObjectMeta, Pod, Service, ServiceCidr};
+use crate::api::{EndpointSlice, Endpoints, Node, ObjectMeta, Pod, Service, ServiceCidr};
 use crate::apiserver::cluster_ip::ClusterIpAllocator;
 use crate::apiserver::kubernetes_service::{kubernetes_service, ApiserverLeases};
 use crate::apiserver::node_port::NodePortAllocator;
@@ -60,6 +61,8 @@ pub struct ControlPlane {
     pods: BTreeMap<ObjectKey, Pod>,
     nodes: BTreeMap<String, Node>,
     endpoint_slices: SliceStore,
+    /// `v1/Endpoints` written by users (for Services without a selector).
+    written_endpoints: BTreeMap<ObjectKey, Endpoints>,
     cluster_ips: ClusterIpAllocator,
     node_ports: NodePortAllocator,
     rng: Rng,
@@ -90,6 +93,7 @@ impl ControlPlane {
             pods: BTreeMap::new(),
             nodes: BTreeMap::new(),
             endpoint_slices: SliceStore::default(),
+            written_endpoints: BTreeMap::new(),
             cluster_ips,
             node_ports,
             leases: ApiserverLeases::default(),

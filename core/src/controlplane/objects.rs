@@ -9,7 +9,7 @@
 use super::{ApiError, Applied, ApplyAction, ControlPlane};
 use crate::api::endpoint_slice::address_types;
 use crate::api::manifest::Object;
-use crate::api::{EndpointSlice, Node, ObjectMeta, Pod};
+use crate::api::{EndpointSlice, Endpoints, Node, ObjectMeta, Pod};
 use crate::apiserver::admission::names::{dns1123_label, qualified_name, special_ip, IP_MSG};
 use crate::family::IpFamily;
 use crate::field::{FieldError, FieldPath};
@@ -175,7 +175,7 @@ impl ControlPlane {
 
     /// A new uid and resourceVersion for a created object, a new
     /// resourceVersion for a configured one.
-    fn version(&mut self, meta: &mut ObjectMeta, action: ApplyAction) {
+    pub(super) fn version(&mut self, meta: &mut ObjectMeta, action: ApplyAction) {
         match action {
             ApplyAction::Created => self.stamp(meta),
             ApplyAction::Configured => self.bump(meta),
@@ -185,7 +185,7 @@ impl ControlPlane {
 }
 
 /// Objects stored whole, with metadata.
-trait Stored: PartialEq {
+pub(super) trait Stored: PartialEq {
     fn meta(&self) -> &ObjectMeta;
     fn meta_mut(&mut self) -> &mut ObjectMeta;
 }
@@ -208,6 +208,15 @@ impl Stored for Node {
     }
 }
 
+impl Stored for Endpoints {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 impl Stored for EndpointSlice {
     fn meta(&self) -> &ObjectMeta {
         &self.metadata
@@ -219,7 +228,7 @@ impl Stored for EndpointSlice {
 
 /// Whether applying `new` over `old` creates, configures or leaves the
 /// object unchanged; `new` takes the old uid and resourceVersion.
-fn compare<T: Stored>(new: &mut T, old: Option<&T>) -> ApplyAction {
+pub(super) fn compare<T: Stored>(new: &mut T, old: Option<&T>) -> ApplyAction {
     let Some(old) = old else {
         return ApplyAction::Created;
     };
@@ -233,7 +242,7 @@ fn compare<T: Stored>(new: &mut T, old: Option<&T>) -> ApplyAction {
 }
 
 /// `<resource> "<name>" not found`.
-fn not_found(resource: &str, name: &str) -> ApiError {
+pub(super) fn not_found(resource: &str, name: &str) -> ApiError {
     ApiError::NotFound {
         resource: resource.into(),
         name: name.into(),
@@ -242,7 +251,7 @@ fn not_found(resource: &str, name: &str) -> ApiError {
 
 /// Fills in `apiVersion`, `kind` and (for namespaced kinds) the namespace;
 /// clears the namespace of cluster-scoped kinds.
-fn default_meta(
+pub(super) fn default_meta(
     api_version: &mut String,
     kind: &mut String,
     meta: &mut ObjectMeta,

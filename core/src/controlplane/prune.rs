@@ -6,6 +6,7 @@
 use super::{ApiError, Applied, ControlPlane, ObjectKey};
 use crate::api::manifest::Object;
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use crate::controllers::endpointslice_mirroring::is_mirrored;
 use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
@@ -59,7 +60,7 @@ fn apply_rank(object: &Object) -> u8 {
         Object::ServiceCidr(_) => 0,
         Object::Node(_) => 1,
         Object::Service(_) => 2,
-        Object::EndpointSlice(_) => 3,
+        Object::EndpointSlice(_) | Object::Endpoints(_) => 3,
         Object::Pod(_) => 4,
     }
 }
@@ -68,7 +69,7 @@ fn apply_rank(object: &Object) -> u8 {
 fn delete_rank(object: &ObjectRef) -> u8 {
     match object.kind {
         "Service" => 0,
-        "EndpointSlice" => 1,
+        "EndpointSlice" | "Endpoints" => 1,
         "Pod" => 2,
         "Node" => 3,
         _ => 4,
@@ -78,8 +79,9 @@ fn delete_rank(object: &ObjectRef) -> u8 {
 impl ControlPlane {
     /// Every object a user created, in the order they can be deleted:
     /// Services (all but `default/kubernetes`), user-supplied
-    /// EndpointSlices (not the controller's, not `kubernetes`'), Pods,
-    /// Nodes, then ServiceCIDRs (which cannot go while Services use them).
+    /// EndpointSlices (not the controllers', not `kubernetes`'), written
+    /// Endpoints, Pods, Nodes, then ServiceCIDRs (which cannot go while
+    /// Services use them).
     pub fn user_objects(&self) -> Vec<ObjectRef> {
         let mut out: Vec<ObjectRef> = self
             .services
@@ -90,8 +92,15 @@ impl ControlPlane {
         out.extend(
             self.endpoint_slices
                 .iter()
-                .filter(|((ns, name), slice)| !slice.is_managed_by_controller() && !(is_kubernetes_service(ns, name)))
+                .filter(|((ns, name), slice)| {
+                    !slice.is_managed_by_controller() && !is_mirrored(slice) && !is_kubernetes_service(ns, name)
+                })
                 .map(|((ns, name), _)| ObjectRef::new("EndpointSlice", ns, name)),
+        );
+        out.extend(
+            self.written_endpoints
+                .keys()
+                .map(|(ns, name)| ObjectRef::new("Endpoints", ns, name)),
         );
         out.extend(self.pods.keys().map(|(ns, name)| ObjectRef::new("Pod", ns, name)));
         out.extend(self.nodes.keys().map(|name| ObjectRef::new("Node", "", name)));
@@ -105,7 +114,7 @@ impl ControlPlane {
 
     /// Makes the user objects exactly `objects`: deletes the user objects
     /// the set does not name, then applies the set, ServiceCIDRs first,
-    /// then Nodes, Services, EndpointSlices and Pods (each kind in the
+    /// then Nodes, Services, EndpointSlices and Endpoints, and Pods (each kind in the
     /// order given). All or nothing: when an object is refused, the
     /// control plane is left as it was and the error comes back with the
     /// index of that object in `objects`.

@@ -89,30 +89,14 @@ impl ControlPlane {
                     object: Object::ServiceCidr(Box::new(old.clone())),
                 });
             }
-            // An update's error names the kind without its group (the
-            // patch path of kube-apiserver), unlike a create's.
-            return Err(ApiError::Invalid {
-                kind: "ServiceCIDR".into(),
-                name,
-                errors: immutable(&old.spec.cidrs, &obj.spec.cidrs),
-            });
+            let old = old.clone();
+            return self.update_service_cidr(old, obj);
         }
-        let cidrs = self.validate_service_cidr_object(&obj)?;
-        let mut added = Vec::new();
-        for (i, cidr) in cidrs.iter().enumerate() {
-            if let Err(e) = self.cluster_ips.add_cidr(*cidr) {
-                for c in &added {
-                    self.cluster_ips.remove_cidr(*c);
-                }
-                let path = FieldPath::new("spec").child("cidrs").index(i);
-                return Err(ApiError::invalid(
-                    "ServiceCIDR",
-                    &name,
-                    vec![FieldError::invalid(&path, cidr.to_string(), &e.to_string())],
-                ));
-            }
-            added.push(*cidr);
-        }
+        let cidrs = self
+            .validate_service_cidr_object(&obj)
+            .map_err(|errs| ApiError::invalid("ServiceCIDR", &name, errs))?;
+        self.add_ranges(&cidrs, 0)
+            .map_err(|errs| ApiError::invalid("ServiceCIDR", &name, errs))?;
         admit(&mut obj, self.now);
         self.service_cidrs.insert(name, obj.clone());
         Ok(Applied {
@@ -121,11 +105,71 @@ impl ControlPlane {
         })
     }
 
-    /// kube-apiserver's checks, in its order, then svcnet's own.
-    fn validate_service_cidr_object(&self, obj: &ServiceCidr) -> Result<Vec<IpNetwork>, ApiError> {
+    /// Updates a ServiceCIDR: its ranges may not change, except that a
+    /// single-stack one may gain a range of the other family (dual-stack),
+    /// as kube-apiserver allows since v1.33.
+    fn update_service_cidr(&mut self, old: ServiceCidr, new: ServiceCidr) -> Result<Applied, ApiError> {
+        let name = old.metadata.name.clone();
+        // An update's error names the kind without its group (the patch
+        // path of kube-apiserver), unlike a create's.
+        let invalid = |errors| ApiError::Invalid {
+            kind: "ServiceCIDR".into(),
+            name: name.clone(),
+            errors,
+        };
+        let (before, after) = (&old.spec.cidrs, &new.spec.cidrs);
+        if before.len() != 1 || after.len() != 2 {
+            return Err(invalid(immutable(before, after)));
+        }
+        let mut errors = Vec::new();
+        if after[0] != before[0] {
+            let path = FieldPath::new("spec").child("cidrs").index(0);
+            errors.push(FieldError::invalid(&path, after[0].as_str(), "field is immutable"));
+        }
+        let cidrs = match self.validate_service_cidr_object(&new) {
+            Ok(cidrs) if errors.is_empty() => cidrs,
+            Ok(_) => return Err(invalid(errors)),
+            Err(more) => {
+                errors.extend(more);
+                return Err(invalid(errors));
+            }
+        };
+        self.add_ranges(&cidrs[1..], 1).map_err(invalid)?;
+        let mut stored = old;
+        stored.spec.cidrs = new.spec.cidrs;
+        self.bump(&mut stored.metadata);
+        if name == DEFAULT_SERVICE_CIDR_NAME {
+            self.default_service_cidr = stored.clone();
+        } else {
+            self.service_cidrs.insert(name, stored.clone());
+        }
+        Ok(Applied {
+            action: ApplyAction::Configured,
+            object: Object::ServiceCidr(Box::new(stored)),
+        })
+    }
+
+    /// Gives the ClusterIP allocator `cidrs` (entries `first..` of
+    /// `spec.cidrs`), all or none: a range it cannot take (svcnet's own
+    /// rules: no overlap) is named.
+    fn add_ranges(&mut self, cidrs: &[IpNetwork], first: usize) -> Result<(), Vec<FieldError>> {
+        for (i, cidr) in cidrs.iter().enumerate() {
+            if let Err(e) = self.cluster_ips.add_cidr(*cidr) {
+                for c in &cidrs[..i] {
+                    self.cluster_ips.remove_cidr(*c);
+                }
+                let path = FieldPath::new("spec").child("cidrs").index(first + i);
+                return Err(vec![FieldError::invalid(&path, cidr.to_string(), &e.to_string())]);
+            }
+        }
+        Ok(())
+    }
+
+    /// kube-apiserver's checks, in its order, then svcnet's own; the
+    /// ranges when all pass.
+    fn validate_service_cidr_object(&self, obj: &ServiceCidr) -> Result<Vec<IpNetwork>, Vec<FieldError>> {
         let name = &obj.metadata.name;
         let path = FieldPath::new("spec").child("cidrs");
-        let invalid = |errs| Err(ApiError::invalid("ServiceCIDR", name, errs));
         let mut errs = Vec::new();
         if name.is_empty() {
             errs.push(FieldError::required(
@@ -136,7 +180,7 @@ impl ControlPlane {
         let cidrs = &obj.spec.cidrs;
         if cidrs.is_empty() {
             errs.push(FieldError::required(&path, "at least one CIDR required"));
-            return invalid(errs);
+            return Err(errs);
         }
         if cidrs.len() > 2 {
             // kube-apiserver prints the whole spec, as Go's JSON of its
@@ -147,7 +191,7 @@ impl ControlPlane {
                 BadValue::Json(spec),
                 "may only hold up to 2 values",
             ));
-            return invalid(errs);
+            return Err(errs);
         }
         let mut parsed = Vec::new();
         for (i, text) in cidrs.iter().enumerate() {
@@ -171,7 +215,7 @@ impl ControlPlane {
             }
         }
         if !errs.is_empty() {
-            return invalid(errs);
+            return Err(errs);
         }
         for (i, net) in &parsed {
             let text = cidrs[*i].as_str();
@@ -189,7 +233,7 @@ impl ControlPlane {
         if errs.is_empty() {
             Ok(parsed.into_iter().map(|(_, net)| net).collect())
         } else {
-            invalid(errs)
+            Err(errs)
         }
     }
 
@@ -273,4 +317,49 @@ fn immutable(old: &[String], new: &[String]) -> Vec<FieldError> {
         .filter(|(_, (o, n))| o != n)
         .map(|(i, (_, n))| FieldError::invalid(&path.index(i), n.as_str(), "field is immutable"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::controlplane::{ClusterConfig, ControlPlane};
+
+    fn apply(cp: &mut ControlPlane, cidrs: &str) -> Result<String, String> {
+        let text = format!(
+            "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {{name: grows}}\nspec: {{cidrs: [{cidrs}]}}\n"
+        );
+        let mut results = cp.apply_manifest(&text).map_err(|e| e.to_string())?;
+        results.remove(0).map(|a| a.kubectl_line()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_single_stack_service_cidr_may_become_dual_stack_and_nothing_else() {
+        let config = ClusterConfig {
+            service_cluster_ip_range: "10.96.0.0/12,fd00:10:96::/108".into(),
+            ..ClusterConfig::default()
+        };
+        let mut cp = ControlPlane::new(config).unwrap();
+        assert_eq!(
+            apply(&mut cp, "10.210.0.0/24").unwrap(),
+            "servicecidr.networking.k8s.io/grows created"
+        );
+        assert_eq!(
+            apply(&mut cp, "10.211.0.0/24, 'fd00:21::/112'").unwrap_err(),
+            "The ServiceCIDR \"grows\" is invalid: spec.cidrs[0]: Invalid value: \"10.211.0.0/24\": field is immutable"
+        );
+        assert!(apply(&mut cp, "10.210.0.0/24, 10.212.0.0/24")
+            .unwrap_err()
+            .contains("may specify no more than one IP for each IP family"));
+        assert_eq!(
+            apply(&mut cp, "10.210.0.0/24, 'fd00:21::/112'").unwrap(),
+            "servicecidr.networking.k8s.io/grows configured"
+        );
+        let grown = cp.service_cidrs().find(|c| c.metadata.name == "grows").unwrap();
+        assert_eq!(grown.spec.cidrs, ["10.210.0.0/24", "fd00:21::/112"]);
+        let restored = ControlPlane::restore(cp.snapshot()).unwrap();
+        assert_eq!(restored, cp);
+        assert_eq!(
+            apply(&mut cp, "10.210.0.0/24").unwrap_err(),
+            "The ServiceCIDR \"grows\" is invalid: spec.cidrs: Invalid value: [\"10.210.0.0/24\"]: field is immutable"
+        );
+    }
 }

@@ -43,8 +43,8 @@ impl ControlPlane {
         Ok(stored)
     }
 
-    /// Deletes a Service and frees its ClusterIPs and NodePorts; the
-    /// EndpointSlices the controller made for it go too. Deleting
+    /// Deletes a Service and frees its ClusterIPs and NodePorts; its
+    /// Endpoints and the EndpointSlices the controllers made for it go too. Deleting
     /// `default/kubernetes` recreates it at once with the same address.
     pub fn delete_service(&mut self, namespace: &str, name: &str) -> Result<Service, ApiError> {
         let key = (namespace.to_string(), name.to_string());
@@ -58,6 +58,9 @@ impl ControlPlane {
             return Ok(Arc::unwrap_or_clone(old));
         }
         self.release_service(&old);
+        // The Endpoints controller deletes a deleted Service's Endpoints,
+        // written by hand or not.
+        self.written_endpoints.remove(&key);
         self.sync_service_slices(namespace, name);
         Ok(Arc::unwrap_or_clone(old))
     }

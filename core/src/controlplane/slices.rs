@@ -1,6 +1,6 @@
 //! Running the EndpointSlice controller and the `kubernetes` endpoint
-//! reconciler over the stored state, and the views derived from slices
-//! (legacy Endpoints, Pod environment variables).
+//! reconciler over the stored state, and the Pod environment variables
+//! derived from Services.
 //!
 //! Every change to a Service, Pod, Node, EndpointSlice or apiserver lease
 //! re-runs the controller for the Services it can affect (the Service; the
@@ -11,36 +11,14 @@
 //! ([`generated_name`]) from a counter kept in the state.
 
 use super::{ControlPlane, ObjectKey};
-use crate::api::{EndpointSlice, Endpoints, Pod, Service};
+use crate::api::{EndpointSlice, Pod, Service};
 use crate::apiserver::generate_name::generated_name;
 use crate::apiserver::kubernetes_service::{is_kubernetes_service, kubernetes_endpoint_slice};
-use crate::controllers::endpoints::endpoints_from_slices;
 use crate::controllers::endpointslice::{desired, desired_slices};
 use crate::kubelet::service_env;
 use std::collections::BTreeSet;
 
 impl ControlPlane {
-    /// The legacy `v1/Endpoints` of Service `namespace/name`, derived from
-    /// its EndpointSlices. `None` when there is no such Endpoints object:
-    /// no such Service, an ExternalName Service, or a Service without a
-    /// selector and without slices.
-    pub fn endpoints(&self, namespace: &str, name: &str) -> Option<Endpoints> {
-        let service = self.service(namespace, name)?;
-        let slices = self.endpoint_slices_for(namespace, name);
-        let exists = service.service_type() != crate::api::service::types::EXTERNAL_NAME
-            && (desired::selector(service).is_some() || !slices.is_empty());
-        exists.then(|| endpoints_from_slices(service, &slices))
-    }
-
-    /// Every Endpoints object, sorted by namespace and name (what
-    /// `kubectl get endpoints -A` lists).
-    pub fn all_endpoints(&self) -> Vec<Endpoints> {
-        self.services
-            .keys()
-            .filter_map(|(namespace, name)| self.endpoints(namespace, name))
-            .collect()
-    }
-
     /// The Service environment variables the kubelet gives Pod
     /// `namespace/name`, sorted by name; `None` when there is no such Pod.
     pub fn pod_env(&self, namespace: &str, name: &str) -> Option<Vec<(String, String)>> {
@@ -76,6 +54,7 @@ impl ControlPlane {
             None => Vec::new(),
         };
         self.write_slices(namespace, name, existing_names, wanted);
+        self.sync_mirrored_slices(namespace, name);
     }
 
     /// Re-runs the controller for the Services of the Pod's namespace whose
@@ -146,7 +125,13 @@ impl ControlPlane {
     /// get a name, uid and resourceVersion; changed ones a new
     /// resourceVersion; unchanged ones stay as they are; slices in
     /// `existing` that are no longer wanted are deleted.
-    fn write_slices(&mut self, namespace: &str, service: &str, existing: Vec<String>, wanted: Vec<EndpointSlice>) {
+    pub(super) fn write_slices(
+        &mut self,
+        namespace: &str,
+        service: &str,
+        existing: Vec<String>,
+        wanted: Vec<EndpointSlice>,
+    ) {
         let mut kept: BTreeSet<String> = BTreeSet::new();
         for mut slice in wanted {
             if slice.metadata.name.is_empty() {

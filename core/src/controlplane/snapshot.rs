@@ -7,7 +7,7 @@
 //! the current range".
 
 use super::{ClusterConfig, ConfigError, ControlPlane};
-use crate::api::{EndpointSlice, Node, Pod, Service, ServiceCidr};
+use crate::api::{EndpointSlice, Endpoints, Node, Pod, Service, ServiceCidr};
 use crate::apiserver::cluster_ip::{ClusterIpAllocator, ClusterIpSnapshot};
 use crate::apiserver::kubernetes_service::ApiserverLeases;
 use crate::apiserver::node_port::{NodePortAllocator, NodePortSnapshot};
@@ -39,6 +39,9 @@ pub struct Snapshot {
     /// Every EndpointSlice: the controller's, `kubernetes`, the users'.
     #[serde(default)]
     pub endpoint_slices: Vec<EndpointSlice>,
+    /// Every hand-written `v1/Endpoints`.
+    #[serde(default)]
+    pub endpoints: Vec<Endpoints>,
     /// The ClusterIP allocation state.
     #[serde(rename = "clusterIPs")]
     pub cluster_ips: ClusterIpSnapshot,
@@ -86,6 +89,7 @@ impl ControlPlane {
             pods: self.pods.values().cloned().collect(),
             nodes: self.nodes.values().cloned().collect(),
             endpoint_slices: self.endpoint_slices.values().cloned().collect(),
+            endpoints: self.written_endpoints.values().cloned().collect(),
             ..self.allocation_snapshot()
         }
     }
@@ -103,6 +107,7 @@ impl ControlPlane {
             pods: Vec::new(),
             nodes: Vec::new(),
             endpoint_slices: Vec::new(),
+            endpoints: Vec::new(),
             cluster_ips: self.cluster_ips.snapshot(),
             node_ports: self.node_ports.snapshot(),
             rng: self.rng.clone(),
@@ -180,6 +185,11 @@ impl ControlPlane {
             .endpoint_slices
             .into_iter()
             .map(|s| (namespaced(s.metadata.namespace_or_default(), &s.metadata.name), s))
+            .collect();
+        cp.written_endpoints = snapshot
+            .endpoints
+            .into_iter()
+            .map(|e| (namespaced(e.metadata.namespace_or_default(), &e.metadata.name), e))
             .collect();
         cp.rng = snapshot.rng;
         cp.leases = snapshot.leases;

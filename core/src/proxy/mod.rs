@@ -12,6 +12,8 @@
 //!   an in-memory table.
 //! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON, listed in
 //!   [`order`](mod@order), `ipvsadm`'s own order (its wrapping address sort).
+//! - [`sync_loop`]: the sync loop as a state machine: when to read the
+//!   kernel, plan, apply and retry, with time passed in.
 //! - [`scenario`]: the behaviour-vector actions for all of the above.
 
 pub mod apply;
@@ -25,6 +27,7 @@ pub mod plan;
 pub mod render;
 pub mod scenario;
 pub mod scheduler;
+pub mod sync_loop;
 pub mod table;
 
 pub use apply::{apply_operation, apply_plan};

@@ -1,7 +1,9 @@
 use super::*;
 use crate::memory::MemoryDataplane;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
-use svcnet_core::proxy::{PlanState, Protocol, VirtualServer, VirtualServerKey, VirtualServerSettings};
+use svcnet_core::proxy::{
+    IpvsTable, Operation, PlanState, Protocol, VirtualServer, VirtualServerKey, VirtualServerSettings,
+};
 
 const SVC: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 10.96.0.20, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n";
 

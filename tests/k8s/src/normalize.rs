@@ -329,6 +329,11 @@ fn slice_list(items: &[Value]) -> Vec<Value> {
                     *v = json!([]);
                 }
             }
+            // kube-controller-manager orders a mirrored slice's ports by a
+            // hash; consumers match ports by name.
+            if let Some(Value::Array(ports)) = slice.get_mut("ports") {
+                ports.sort_by_key(Value::to_string);
+            }
             if let Some(Value::Array(endpoints)) = slice.get_mut("endpoints") {
                 for ep in endpoints.iter_mut() {
                     if let Some(Value::Object(target)) = ep.get_mut("targetRef") {

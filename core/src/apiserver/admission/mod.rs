@@ -6,6 +6,7 @@
 //! ([`ip_families`]) before any address is allocated.
 
 pub mod defaults;
+pub mod endpoints;
 pub mod ip_families;
 pub mod metadata;
 pub mod names;

@@ -1,0 +1,612 @@
+//! The sync loop as a state machine: when to read the kernel, what to plan
+//! from what was read, when to try again. It does no I/O and reads no
+//! clock; the caller (the agent, the playground, a test) carries out the
+//! actions it asks for and passes the time in, in the style of quinn-proto
+//! and str0m:
+//!
+//! - desired-state changes go in with [`SyncMachine::rebuild`] and
+//!   [`SyncMachine::update_service`];
+//! - [`SyncMachine::poll_timeout`] says when [`SyncMachine::handle_timeout`]
+//!   should be called next; [`SyncMachine::start_sync`] starts a sync at once;
+//! - [`SyncMachine::poll_action`] is drained: read the whole table, re-read a
+//!   few virtual servers, apply these operations; each answer goes back with
+//!   [`SyncMachine::handle`];
+//! - [`SyncMachine::poll_report`] gives each finished sync's [`SyncReport`].
+//!
+//! What it decides:
+//!
+//! - The first sync reads the kernel and adopts what is there: a full
+//!   [`plan()`] from the observed table, no flush; a table that already
+//!   matches gets no operations.
+//! - Desired-state changes update a [`DesiredIndex`] and are synced with
+//!   [`plan_changes`], looking only at what changed, at most once per
+//!   `min_sync_period` (changes in between are coalesced). Between full reads
+//!   the machine keeps its own copy of the kernel's table, updated with
+//!   [`apply_operation`] for each operation the kernel accepted.
+//! - Every `sync_period` a full sync reads the whole table again and repairs
+//!   drift (a virtual server deleted by hand comes back).
+//! - Removing a real server depends on its connections, so a partial sync
+//!   whose plan deletes or drains real servers first re-reads just those
+//!   virtual servers for fresh connection counters, and plans again.
+//! - While real servers drain, their virtual servers are re-read every
+//!   `drain_check_period`, and the plan deletes those whose connections
+//!   reached 0 (or whose drain timed out). The [`PlanState`] with the drain
+//!   start times lives across syncs and can be restored after a restart.
+//! - A virtual server found gone on such a re-read is treated as absent
+//!   (the plan adds it back) and a full sync follows.
+//! - A failed read or a refused operation schedules a full sync after an
+//!   exponential backoff (`backoff_base` doubling up to `backoff_cap`).
+//! - Virtual servers the plan does not own are never touched.
+
+use super::{
+    apply_operation, plan, plan_changes, Changes, DesiredIndex, IpvsTable, NodeInfo, Operation, Plan, PlanContext,
+    PlanState, ProxyConfig, ProxyWarning, VirtualServer, VirtualServerKey,
+};
+use crate::api::{EndpointSlice, Service};
+use crate::time::Time;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+/// How often things happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncSettings {
+    /// At most one sync per this period (`--min-sync-period`).
+    pub min_sync_period: Duration,
+    /// A full sync this often (`--sync-period`).
+    pub sync_period: Duration,
+    /// While real servers drain, re-read their virtual servers' counters
+    /// this often.
+    pub drain_check_period: Duration,
+    /// The first retry waits this long, doubling after each failure...
+    pub backoff_base: Duration,
+    /// ... up to this.
+    pub backoff_cap: Duration,
+}
+
+impl SyncSettings {
+    /// The settings for the two periods, with the defaults for the rest
+    /// (drain checks every 5 s or `min_sync_period` if longer, backoff
+    /// from 1 s to 30 s).
+    pub fn new(min_sync_period: Duration, sync_period: Duration) -> SyncSettings {
+        SyncSettings {
+            min_sync_period,
+            sync_period,
+            drain_check_period: min_sync_period.max(Duration::from_secs(5)),
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What the machine asks its caller to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SyncAction {
+    /// Read the kernel's whole table (every virtual server with its real
+    /// servers and counters, and the `kube-ipvs0` addresses); answer with
+    /// [`SyncInput::Observed`].
+    ObserveAll,
+    /// Read just these virtual servers; answer with
+    /// [`SyncInput::ObservedVirtualServers`].
+    ObserveVirtualServers(BTreeSet<VirtualServerKey>),
+    /// Carry out these operations in order, a failed one not stopping the
+    /// others; answer with [`SyncInput::Applied`].
+    Apply(Vec<Operation>),
+}
+
+/// The answer to a [`SyncAction`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum SyncInput {
+    /// The whole table, as read.
+    Observed(IpvsTable),
+    /// The virtual servers asked for that the kernel has; one missing is
+    /// one the kernel does not have.
+    ObservedVirtualServers(BTreeMap<VirtualServerKey, VirtualServer>),
+    /// The operations the kernel refused, in the order they were given,
+    /// with why.
+    Applied(Vec<(Operation, String)>),
+    /// The read asked for failed.
+    ReadFailed(String),
+}
+
+/// What one sync did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncReport {
+    /// A full sync (whole table compared) or a partial one.
+    pub full: bool,
+    /// When it started and when it finished (the times passed in).
+    pub started: Time,
+    /// See `started`.
+    pub finished: Time,
+    /// Operations the kernel accepted, in order.
+    pub applied: Vec<Operation>,
+    /// Operations the kernel refused, with why.
+    pub failed: Vec<(Operation, String)>,
+    /// The kernel could not be read (nothing was planned).
+    pub read_error: Option<String>,
+    /// The plan state ([`SyncMachine::plan_state`]: drain start times,
+    /// claimed virtual servers) changed in this sync, so a saved copy is
+    /// out of date.
+    pub plan_state_changed: bool,
+    /// When the next try is due, after a failure.
+    pub retry_at: Option<Time>,
+}
+
+impl SyncReport {
+    /// Operations planned.
+    pub fn operations(&self) -> usize {
+        self.applied.len() + self.failed.len()
+    }
+
+    /// True when the kernel was read and every operation succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.failed.is_empty() && self.read_error.is_none()
+    }
+}
+
+/// What one sync has read from the kernel.
+#[derive(Debug, Clone)]
+enum Fresh {
+    /// The whole table.
+    Everything,
+    /// These virtual servers.
+    VirtualServers(BTreeSet<VirtualServerKey>),
+}
+
+impl Fresh {
+    /// Whether `vs` was read during this sync.
+    fn covers(&self, vs: &VirtualServerKey) -> bool {
+        match self {
+            Fresh::Everything => true,
+            Fresh::VirtualServers(read) => read.contains(vs),
+        }
+    }
+}
+
+/// A sync under way: what it waits for.
+#[derive(Debug, Clone)]
+enum Phase {
+    /// No sync under way.
+    Idle,
+    /// The whole table was asked for.
+    ReadingTable,
+    /// The counters of draining real servers were asked for.
+    ReadingDrainCounters { observed: IpvsTable, fresh: Fresh },
+    /// The counters of real servers the plan removes were asked for.
+    ReadingRemovals { observed: IpvsTable, fresh: Fresh },
+    /// The plan's operations were handed out.
+    Applying {
+        observed: IpvsTable,
+        fresh: Fresh,
+        plan: Plan,
+    },
+}
+
+/// The sync under way.
+#[derive(Debug, Clone)]
+struct Running {
+    full: bool,
+    started: Time,
+    /// The desired changes this sync plans for; later ones wait.
+    changes: Changes,
+    /// The keys asked for by the read under way.
+    asked: BTreeSet<VirtualServerKey>,
+}
+
+/// The sync loop's state.
+#[derive(Debug, Clone)]
+pub struct SyncMachine {
+    proxy: ProxyConfig,
+    node: NodeInfo,
+    settings: SyncSettings,
+    index: DesiredIndex,
+    state: PlanState,
+    /// The kernel's table as last read, with accepted operations applied.
+    observed: Option<IpvsTable>,
+    /// Desired changes not synced yet.
+    pending: Changes,
+    full_due: bool,
+    last_sync: Option<Time>,
+    last_full: Option<Time>,
+    /// When the draining real servers' counters were last read.
+    counters_read: Option<Time>,
+    failures: u32,
+    retry_at: Option<Time>,
+    phase: Phase,
+    running: Option<Running>,
+    actions: VecDeque<SyncAction>,
+    reports: VecDeque<SyncReport>,
+}
+
+impl SyncMachine {
+    /// A machine for `node` whose first sync will be full.
+    pub fn new(proxy: ProxyConfig, node: NodeInfo, settings: SyncSettings) -> SyncMachine {
+        SyncMachine {
+            proxy,
+            node,
+            settings,
+            index: DesiredIndex::new(),
+            state: PlanState::default(),
+            observed: None,
+            pending: Changes::default(),
+            full_due: true,
+            last_sync: None,
+            last_full: None,
+            counters_read: None,
+            failures: 0,
+            retry_at: None,
+            phase: Phase::Idle,
+            running: None,
+            actions: VecDeque::new(),
+            reports: VecDeque::new(),
+        }
+    }
+
+    /// The desired table.
+    pub fn desired(&self) -> &IpvsTable {
+        self.index.table()
+    }
+
+    /// What the desired table had to skip, and why.
+    pub fn warnings(&self) -> Vec<ProxyWarning> {
+        self.index.warnings()
+    }
+
+    /// The plan state (what is draining, what is claimed).
+    pub fn plan_state(&self) -> &PlanState {
+        &self.state
+    }
+
+    /// The node the machine programs for.
+    pub fn node(&self) -> &NodeInfo {
+        &self.node
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &SyncSettings {
+        &self.settings
+    }
+
+    /// Whether a sync is under way (actions handed out, answers awaited).
+    pub fn is_syncing(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Starts from a plan state saved by an earlier run (before the first
+    /// sync): real servers still draining keep their drain start time, so
+    /// the drain timeout counts from when they began to drain, and claimed
+    /// virtual servers stay owned. Stale entries need no cleaning: the
+    /// first sync is full, and a full plan builds its state afresh from the
+    /// two tables.
+    pub fn restore_plan_state(&mut self, state: PlanState) {
+        self.state = state;
+    }
+
+    /// Rebuilds the whole desired table (at start, or when the node
+    /// changed); the next sync is full.
+    pub fn rebuild<'a>(
+        &mut self,
+        services: impl IntoIterator<Item = &'a Service>,
+        slices: impl IntoIterator<Item = &'a EndpointSlice>,
+        node: NodeInfo,
+    ) {
+        self.index = DesiredIndex::build(services, slices, &node, &self.proxy);
+        self.node = node;
+        self.pending = Changes::default();
+        self.full_due = true;
+    }
+
+    /// Recomputes one Service (`namespace/name`) with its slices (sorted by
+    /// name), or removes it when `service` is `None`; the change is synced
+    /// at the next partial sync.
+    pub fn update_service(&mut self, key: &str, service: Option<(&Service, &[&EndpointSlice])>) {
+        let changes = match service {
+            Some((svc, slices)) => self.index.update(svc, slices, &self.node, &self.proxy),
+            None => self.index.remove(key),
+        };
+        self.pending.extend(changes);
+    }
+
+    /// When the next sync is due, given the time now (`now` or later when
+    /// something is waiting; earlier values mean "due").
+    pub fn next_due(&self, now: Time) -> Time {
+        if let Some(at) = self.retry_at {
+            return at;
+        }
+        let mut want = self.last_full.map_or(now, |t| t.plus(self.settings.sync_period));
+        if self.full_due || !self.pending.is_empty() {
+            want = now;
+        }
+        if !self.state.draining.is_empty() {
+            let check = self
+                .counters_read
+                .map_or(now, |t| t.plus(self.settings.drain_check_period));
+            want = want.min(check);
+        }
+        let earliest = self.last_sync.map_or(now, |t| t.plus(self.settings.min_sync_period));
+        want.max(earliest)
+    }
+
+    /// When [`Self::handle_timeout`] should be called next; `None` while a
+    /// sync is under way (the machine waits for answers, not for time).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        (!self.is_syncing()).then(|| self.next_due(Time::ZERO))
+    }
+
+    /// Starts a sync if one is due at `now` and none is under way; returns
+    /// whether it did.
+    pub fn handle_timeout(&mut self, now: Time) -> bool {
+        if self.is_syncing() || now < self.next_due(now) {
+            return false;
+        }
+        let full = self.retry_at.is_some()
+            || self.full_due
+            || self.last_full.is_none_or(|t| now.since(t) >= self.settings.sync_period);
+        self.start_sync(full, now);
+        true
+    }
+
+    /// Starts a sync now, whatever the timers say: `full` compares the
+    /// whole table (reading the kernel first); otherwise only what changed
+    /// and what drains. Ignored while a sync is under way.
+    pub fn start_sync(&mut self, full: bool, now: Time) {
+        if self.is_syncing() {
+            return;
+        }
+        self.running = Some(Running {
+            full,
+            started: now,
+            changes: std::mem::take(&mut self.pending),
+            asked: BTreeSet::new(),
+        });
+        match self.observed.take() {
+            Some(observed) if !full => self.after_table(observed, Fresh::VirtualServers(BTreeSet::new()), now),
+            _ => {
+                self.phase = Phase::ReadingTable;
+                self.actions.push_back(SyncAction::ObserveAll);
+            }
+        }
+    }
+
+    /// The next thing to do, if any.
+    pub fn poll_action(&mut self) -> Option<SyncAction> {
+        self.actions.pop_front()
+    }
+
+    /// The report of a finished sync, if any.
+    pub fn poll_report(&mut self) -> Option<SyncReport> {
+        self.reports.pop_front()
+    }
+
+    /// The answer to the last action, at `now`. An answer nothing waits for
+    /// is ignored.
+    pub fn handle(&mut self, input: SyncInput, now: Time) {
+        let phase = std::mem::replace(&mut self.phase, Phase::Idle);
+        match (phase, input) {
+            (Phase::Idle, _) => {}
+            (_, SyncInput::ReadFailed(error)) => self.read_failed(error, now),
+            (Phase::ReadingTable, SyncInput::Observed(table)) => self.after_table(table, Fresh::Everything, now),
+            (
+                Phase::ReadingDrainCounters {
+                    mut observed,
+                    mut fresh,
+                },
+                SyncInput::ObservedVirtualServers(found),
+            ) => {
+                self.merge(&mut observed, &mut fresh, found);
+                self.plan_first(observed, fresh);
+            }
+            (
+                Phase::ReadingRemovals {
+                    mut observed,
+                    mut fresh,
+                },
+                SyncInput::ObservedVirtualServers(found),
+            ) => {
+                self.merge(&mut observed, &mut fresh, found);
+                let plan = self.plan(&observed);
+                self.hand_out(observed, fresh, plan);
+            }
+            (Phase::Applying { observed, fresh, plan }, SyncInput::Applied(failed)) => {
+                self.finish(observed, &fresh, plan, failed, now);
+            }
+            (phase, _) => {
+                // An answer of the wrong kind: keep waiting for the right one.
+                self.phase = phase;
+            }
+        }
+    }
+
+    /// With the table read (or the copy), re-reads stale drain counters,
+    /// then plans.
+    fn after_table(&mut self, observed: IpvsTable, fresh: Fresh, now: Time) {
+        let counters_stale = !self.state.draining.is_empty()
+            && self
+                .counters_read
+                .is_none_or(|t| now.since(t) >= self.settings.drain_check_period);
+        if counters_stale {
+            let draining: BTreeSet<VirtualServerKey> = self.state.draining.iter().map(|(vs, _, _)| *vs).collect();
+            if let Some(keys) = self.unread(&fresh, draining) {
+                self.ask(keys);
+                self.phase = Phase::ReadingDrainCounters { observed, fresh };
+                return;
+            }
+        }
+        self.plan_first(observed, fresh);
+    }
+
+    /// Plans; when the plan removes real servers whose counters this sync
+    /// has not read, re-reads them first.
+    fn plan_first(&mut self, observed: IpvsTable, fresh: Fresh) {
+        let plan = self.plan(&observed);
+        let removing: BTreeSet<VirtualServerKey> = plan.operations.iter().filter_map(removes_real_server_of).collect();
+        if let Some(keys) = self.unread(&fresh, removing) {
+            self.ask(keys);
+            self.phase = Phase::ReadingRemovals { observed, fresh };
+            return;
+        }
+        self.hand_out(observed, fresh, plan);
+    }
+
+    /// Hands the plan's operations out.
+    fn hand_out(&mut self, observed: IpvsTable, fresh: Fresh, plan: Plan) {
+        self.actions.push_back(SyncAction::Apply(plan.operations.clone()));
+        self.phase = Phase::Applying { observed, fresh, plan };
+    }
+
+    /// The keys of `keys` this sync has not read, if any.
+    fn unread(&self, fresh: &Fresh, keys: BTreeSet<VirtualServerKey>) -> Option<BTreeSet<VirtualServerKey>> {
+        let keys: BTreeSet<VirtualServerKey> = keys.into_iter().filter(|vs| !fresh.covers(vs)).collect();
+        (!keys.is_empty()).then_some(keys)
+    }
+
+    fn ask(&mut self, keys: BTreeSet<VirtualServerKey>) {
+        if let Some(running) = self.running.as_mut() {
+            running.asked = keys.clone();
+        }
+        self.actions.push_back(SyncAction::ObserveVirtualServers(keys));
+    }
+
+    /// Puts re-read virtual servers into `observed`. One asked for but gone
+    /// from the kernel is removed and makes a full sync due.
+    fn merge(
+        &mut self,
+        observed: &mut IpvsTable,
+        fresh: &mut Fresh,
+        mut found: BTreeMap<VirtualServerKey, VirtualServer>,
+    ) {
+        let asked = self
+            .running
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.asked))
+            .unwrap_or_default();
+        for key in &asked {
+            match found.remove(key) {
+                Some(server) => {
+                    observed.virtual_servers.insert(*key, server);
+                }
+                None => {
+                    if observed.virtual_servers.remove(key).is_some() {
+                        self.full_due = true;
+                    }
+                }
+            }
+        }
+        if let Fresh::VirtualServers(read) = fresh {
+            read.extend(asked);
+        }
+    }
+
+    fn plan(&self, observed: &IpvsTable) -> Plan {
+        let Some(running) = &self.running else {
+            return Plan::default();
+        };
+        let ctx = PlanContext::new(&self.proxy, &self.node, running.started);
+        if running.full {
+            plan(observed, self.index.table(), &self.state, &ctx)
+        } else {
+            plan_changes(observed, self.index.table(), &running.changes, &self.state, &ctx)
+        }
+    }
+
+    /// The kernel has answered the operations: keep the copy if it agrees,
+    /// take the plan's state, and report.
+    fn finish(&mut self, observed: IpvsTable, fresh: &Fresh, plan: Plan, failed: Vec<(Operation, String)>, now: Time) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        if plan.state.draining.iter().all(|(vs, _, _)| fresh.covers(vs)) {
+            self.counters_read = Some(running.started);
+        }
+        // Failures come back in plan order; walk both lists in step.
+        let mut copy = observed;
+        let mut applied = Vec::with_capacity(plan.operations.len());
+        let mut copy_ok = true;
+        let mut next_failed = failed.iter().map(|(op, _)| op).peekable();
+        for op in plan.operations {
+            if next_failed.peek().is_some_and(|f| **f == op) {
+                next_failed.next();
+                continue;
+            }
+            copy_ok &= apply_operation(&mut copy, &op).is_ok();
+            applied.push(op);
+        }
+        copy_ok &= next_failed.next().is_none();
+        // A copy that disagrees with what the kernel accepted is re-read.
+        self.observed = (copy_ok && failed.is_empty()).then_some(copy);
+        let plan_state_changed = plan.state != self.state;
+        self.state = plan.state;
+        self.last_sync = Some(running.started);
+        if running.full {
+            self.last_full = Some(running.started);
+            self.full_due = false;
+        }
+        if failed.is_empty() {
+            self.failures = 0;
+            self.retry_at = None;
+        } else {
+            self.schedule_retry(running.started);
+        }
+        self.reports.push_back(SyncReport {
+            full: running.full,
+            started: running.started,
+            finished: now,
+            applied,
+            failed,
+            read_error: None,
+            plan_state_changed,
+            retry_at: self.retry_at,
+        });
+    }
+
+    fn read_failed(&mut self, error: String, now: Time) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        // The changes this sync took are planned again by the full sync
+        // that follows.
+        self.pending.extend(running.changes);
+        self.last_sync = Some(running.started);
+        self.schedule_retry(running.started);
+        self.reports.push_back(SyncReport {
+            full: running.full,
+            started: running.started,
+            finished: now,
+            applied: Vec::new(),
+            failed: Vec::new(),
+            read_error: Some(error),
+            plan_state_changed: false,
+            retry_at: self.retry_at,
+        });
+    }
+
+    /// After a failure: a full sync (re-reading the kernel) after the
+    /// backoff.
+    fn schedule_retry(&mut self, now: Time) {
+        self.failures = self.failures.saturating_add(1);
+        let exp = self.failures.saturating_sub(1).min(16);
+        let delay = self
+            .settings
+            .backoff_base
+            .saturating_mul(1 << exp)
+            .min(self.settings.backoff_cap);
+        self.retry_at = Some(now.plus(delay));
+        self.full_due = true;
+        self.observed = None;
+    }
+}
+
+/// The virtual server whose real server `op` deletes or drains (weight 0).
+fn removes_real_server_of(op: &Operation) -> Option<VirtualServerKey> {
+    match op {
+        Operation::DeleteRealServer { virtual_server, .. }
+        | Operation::UpdateRealServer {
+            virtual_server,
+            weight: 0,
+            ..
+        } => Some(*virtual_server),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
