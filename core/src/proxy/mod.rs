@@ -14,6 +14,8 @@
 //!   [`order`](mod@order), `ipvsadm`'s own order (its wrapping address sort).
 //! - [`sync_loop`]: the sync loop as a state machine: when to read the
 //!   kernel, plan, apply and retry, with time passed in.
+//! - [`watch_cache`]: what kube-proxy's informers hold in API mode, and
+//!   what each list and watch event means for the sync loop.
 //! - [`scenario`]: the behaviour-vector actions for all of the above.
 
 pub mod apply;
@@ -29,6 +31,7 @@ pub mod scenario;
 pub mod scheduler;
 pub mod sync_loop;
 pub mod table;
+pub mod watch_cache;
 
 pub use apply::{apply_operation, apply_plan};
 pub use categorize::{categorize, port_endpoints, Categorized, ClusterRule, EndpointInfo, LocalRule};

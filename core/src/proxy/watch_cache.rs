@@ -1,0 +1,300 @@
+//! What kube-proxy's informers hold, fed by list-and-watch events, and
+//! what that means for the [`SyncMachine`]: the proxy half of API mode,
+//! without I/O.
+//!
+//! The caller turns each watch stream's events into calls here, in the
+//! shape of a reflector: [`WatchCache::begin_list`], [`WatchCache::listed`]
+//! for each object of a (re)list, [`WatchCache::end_list`], then
+//! [`WatchCache::applied`] and [`WatchCache::deleted`] for each change.
+//! [`WatchCache::feed`] hands what changed to the machine.
+//!
+//! kube-proxy's rules:
+//!
+//! - Services labelled `service.kubernetes.io/service-proxy-name` belong to
+//!   another proxy, and EndpointSlices labelled
+//!   `service.kubernetes.io/headless` to headless Services: both are left
+//!   out, as kube-proxy's label selectors leave them out (an object that
+//!   gains such a label is gone as far as the proxy is concerned).
+//! - The node's name, addresses and zone come from its Node object.
+//! - Nothing is removed before the first complete list of Services, of
+//!   EndpointSlices and of the Node has arrived: until then the machine is
+//!   not fed at all.
+//! - A relist (after `410 Gone`) removes nothing until it is complete; only
+//!   then do the objects it did not list go.
+//! - `default/kubernetes` first: once the first lists are complete, that
+//!   Service is synced at once on its own, as a partial sync over the
+//!   kernel's table (so nothing else is touched); the rest follows in the
+//!   next sync, a full one.
+
+use super::sync_loop::SyncMachine;
+use super::NodeInfo;
+use crate::api::endpoint_slice::HEADLESS_LABEL;
+use crate::api::{EndpointSlice, Node, Service};
+use crate::time::Time;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The label that hands a Service to another proxy.
+pub const SERVICE_PROXY_NAME_LABEL: &str = "service.kubernetes.io/service-proxy-name";
+
+/// The kinds the proxy lists and watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WatchedKind {
+    /// `v1/Service`.
+    Service,
+    /// `discovery.k8s.io/v1/EndpointSlice`.
+    EndpointSlice,
+    /// This node's `v1/Node`.
+    Node,
+}
+
+/// An object of a watched kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Watched {
+    /// A Service.
+    Service(Box<Service>),
+    /// An EndpointSlice.
+    EndpointSlice(Box<EndpointSlice>),
+    /// The node.
+    Node(Box<Node>),
+}
+
+impl Watched {
+    fn kind(&self) -> WatchedKind {
+        match self {
+            Watched::Service(_) => WatchedKind::Service,
+            Watched::EndpointSlice(_) => WatchedKind::EndpointSlice,
+            Watched::Node(_) => WatchedKind::Node,
+        }
+    }
+}
+
+/// The proxy's view of the cluster.
+#[derive(Debug, Clone)]
+pub struct WatchCache {
+    node_name: String,
+    services: BTreeMap<String, Service>,
+    /// Slices by `namespace/name` of the slice.
+    slices: BTreeMap<String, EndpointSlice>,
+    node: Option<Node>,
+    /// Kinds whose first list is complete.
+    listed_once: BTreeSet<WatchedKind>,
+    /// Relists under way: the keys listed so far.
+    relisting: BTreeMap<WatchedKind, BTreeSet<String>>,
+    /// Services (`namespace/name`) whose Service or slices changed since
+    /// the machine was last fed.
+    changed: BTreeSet<String>,
+    node_changed: bool,
+    /// Whether the machine has been fed (the first lists were complete).
+    fed: bool,
+}
+
+impl WatchCache {
+    /// An empty cache for the node `node_name`.
+    pub fn new(node_name: &str) -> WatchCache {
+        WatchCache {
+            node_name: node_name.to_string(),
+            services: BTreeMap::new(),
+            slices: BTreeMap::new(),
+            node: None,
+            listed_once: BTreeSet::new(),
+            relisting: BTreeMap::new(),
+            changed: BTreeSet::new(),
+            node_changed: false,
+            fed: false,
+        }
+    }
+
+    /// Whether the first lists of all three kinds are complete.
+    pub fn synced(&self) -> bool {
+        self.listed_once.len() == 3
+    }
+
+    /// The Services the proxy serves, by `namespace/name`.
+    pub fn services(&self) -> impl Iterator<Item = &Service> {
+        self.services.values()
+    }
+
+    /// The EndpointSlices the proxy uses.
+    pub fn slices(&self) -> impl Iterator<Item = &EndpointSlice> {
+        self.slices.values()
+    }
+
+    /// The node as the proxy sees it (name only until its Node arrives).
+    pub fn node_info(&self) -> NodeInfo {
+        self.node
+            .as_ref()
+            .and_then(|n| NodeInfo::from_node(n).ok())
+            .unwrap_or_else(|| NodeInfo {
+                name: self.node_name.clone(),
+                ips: Vec::new(),
+                zone: None,
+            })
+    }
+
+    /// A (re)list of `kind` begins: objects it does not list go when it
+    /// ends, not before.
+    pub fn begin_list(&mut self, kind: WatchedKind) {
+        self.relisting.insert(kind, BTreeSet::new());
+    }
+
+    /// One object of the list under way.
+    pub fn listed(&mut self, object: Watched) {
+        let kind = object.kind();
+        if let Some(key) = self.applied(object) {
+            self.relisting.entry(kind).or_default().insert(key);
+        }
+    }
+
+    /// The list of `kind` is complete: what it did not list is deleted.
+    pub fn end_list(&mut self, kind: WatchedKind) {
+        let listed = self.relisting.remove(&kind).unwrap_or_default();
+        let gone: Vec<String> = match kind {
+            WatchedKind::Service => self.services.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            WatchedKind::EndpointSlice => self.slices.keys().filter(|k| !listed.contains(*k)).cloned().collect(),
+            WatchedKind::Node => match &self.node {
+                Some(_) if listed.is_empty() => vec![self.node_name.clone()],
+                _ => Vec::new(),
+            },
+        };
+        for key in gone {
+            self.remove(kind, &key);
+        }
+        self.listed_once.insert(kind);
+    }
+
+    /// An object was added or changed; returns its key when the proxy
+    /// keeps it (`None` when it is left out, or is another node).
+    pub fn applied(&mut self, object: Watched) -> Option<String> {
+        match object {
+            Watched::Service(svc) => {
+                let key = object_key(&svc.metadata.namespace, &svc.metadata.name);
+                if svc.metadata.labels.contains_key(SERVICE_PROXY_NAME_LABEL) {
+                    self.remove(WatchedKind::Service, &key);
+                    return None;
+                }
+                if self.services.get(&key) != Some(&svc) {
+                    self.changed.insert(key.clone());
+                    self.services.insert(key.clone(), *svc);
+                }
+                Some(key)
+            }
+            Watched::EndpointSlice(slice) => {
+                let key = object_key(&slice.metadata.namespace, &slice.metadata.name);
+                if slice.metadata.labels.contains_key(HEADLESS_LABEL) || slice.service_name().is_none() {
+                    self.remove(WatchedKind::EndpointSlice, &key);
+                    return None;
+                }
+                if self.slices.get(&key) != Some(&slice) {
+                    if let Some(old) = self.slices.get(&key) {
+                        self.changed.insert(service_of(old));
+                    }
+                    self.changed.insert(service_of(&slice));
+                    self.slices.insert(key.clone(), *slice);
+                }
+                Some(key)
+            }
+            Watched::Node(node) => {
+                if node.metadata.name != self.node_name {
+                    return None;
+                }
+                if self.node.as_ref() != Some(&*node) {
+                    self.node = Some(*node);
+                    self.node_changed = true;
+                }
+                Some(self.node_name.clone())
+            }
+        }
+    }
+
+    /// An object was deleted.
+    pub fn deleted(&mut self, object: &Watched) {
+        let (kind, key) = match object {
+            Watched::Service(s) => (
+                WatchedKind::Service,
+                object_key(&s.metadata.namespace, &s.metadata.name),
+            ),
+            Watched::EndpointSlice(s) => (
+                WatchedKind::EndpointSlice,
+                object_key(&s.metadata.namespace, &s.metadata.name),
+            ),
+            Watched::Node(n) => (WatchedKind::Node, n.metadata.name.clone()),
+        };
+        self.remove(kind, &key);
+    }
+
+    fn remove(&mut self, kind: WatchedKind, key: &str) {
+        match kind {
+            WatchedKind::Service => {
+                if self.services.remove(key).is_some() {
+                    self.changed.insert(key.to_string());
+                }
+            }
+            WatchedKind::EndpointSlice => {
+                if let Some(old) = self.slices.remove(key) {
+                    self.changed.insert(service_of(&old));
+                }
+            }
+            WatchedKind::Node => {
+                if key == self.node_name && self.node.take().is_some() {
+                    self.node_changed = true;
+                }
+            }
+        }
+    }
+
+    /// Hands what changed to `machine`. Nothing happens before the first
+    /// lists are complete; then the machine gets everything, with
+    /// `default/kubernetes` synced at once on its own (a partial sync over
+    /// the kernel's table, touching nothing else) and the rest in the full
+    /// sync that follows. Call after each batch of events.
+    pub fn feed(&mut self, machine: &mut SyncMachine, now: Time) {
+        if !self.synced() {
+            return;
+        }
+        if !self.fed {
+            self.fed = true;
+            let others = self.services.iter().filter(|(k, _)| *k != KUBERNETES).map(|(_, s)| s);
+            let their_slices = self.slices.values().filter(|s| service_of(s) != KUBERNETES);
+            machine.rebuild(others, their_slices, self.node_info());
+            self.update(machine, KUBERNETES);
+            machine.start_sync(false, now);
+            self.changed.clear();
+            self.node_changed = false;
+            return;
+        }
+        if std::mem::take(&mut self.node_changed) {
+            machine.rebuild(self.services.values(), self.slices.values(), self.node_info());
+            self.changed.clear();
+            return;
+        }
+        for key in std::mem::take(&mut self.changed) {
+            self.update(machine, &key);
+        }
+    }
+
+    /// Recomputes Service `key` in the machine from the cache.
+    fn update(&self, machine: &mut SyncMachine, key: &str) {
+        let Some(service) = self.services.get(key) else {
+            machine.update_service(key, None);
+            return;
+        };
+        let slices: Vec<&EndpointSlice> = self.slices.values().filter(|s| service_of(s) == key).collect();
+        machine.update_service(key, Some((service, slices.as_slice())));
+    }
+}
+
+/// `default/kubernetes`.
+const KUBERNETES: &str = "default/kubernetes";
+
+fn object_key(namespace: &str, name: &str) -> String {
+    let namespace = if namespace.is_empty() { "default" } else { namespace };
+    format!("{namespace}/{name}")
+}
+
+/// `namespace/service` of a slice.
+fn service_of(slice: &EndpointSlice) -> String {
+    object_key(&slice.metadata.namespace, slice.service_name().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests;

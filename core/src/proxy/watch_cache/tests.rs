@@ -1,0 +1,235 @@
+//! List-and-watch events in, the machine's actions out, against an
+//! in-memory kernel.
+
+use super::*;
+use crate::api::manifest::{parse_manifests, Object};
+use crate::controlplane::{ClusterConfig, ControlPlane};
+use crate::proxy::sync_loop::{SyncAction, SyncInput, SyncSettings};
+use crate::proxy::{apply_operation, IpvsTable, Operation, ProxyConfig};
+use std::time::Duration;
+
+const WORKLOAD: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {clusterIP: 10.96.0.20, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {clusterIP: 10.96.0.30, selector: {app: web}, ports: [{port: 5432}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\nspec: {nodeName: node-a}\nstatus: {phase: Running, podIPs: [{ip: 10.244.1.11}], conditions: [{type: Ready, status: \"True\"}]}\n";
+
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: node-a, labels: {topology.kubernetes.io/zone: zone-1}}\nstatus: {addresses: [{type: InternalIP, address: 192.168.0.10}]}\n";
+
+/// A cluster with `kubernetes`, `web` and `db`, as an apiserver would list
+/// them.
+fn cluster() -> ControlPlane {
+    let mut cp = ControlPlane::new(ClusterConfig {
+        apiservers: vec!["192.168.0.1:6443".into()],
+        ..ClusterConfig::default()
+    })
+    .unwrap();
+    for r in cp.apply_manifest(WORKLOAD).unwrap() {
+        r.unwrap();
+    }
+    cp
+}
+
+fn node() -> Watched {
+    match parse_manifests(NODE).unwrap().remove(0) {
+        Object::Node(n) => Watched::Node(n),
+        other => panic!("not a Node: {other:?}"),
+    }
+}
+
+/// Lists everything `cp` holds, kind by kind, as a first list would.
+fn list_all(cache: &mut WatchCache, cp: &ControlPlane, kinds: &[WatchedKind]) {
+    for kind in kinds {
+        cache.begin_list(*kind);
+        match kind {
+            WatchedKind::Service => {
+                for svc in cp.services() {
+                    cache.listed(Watched::Service(Box::new(svc.clone())));
+                }
+            }
+            WatchedKind::EndpointSlice => {
+                for slice in cp.endpoint_slices() {
+                    cache.listed(Watched::EndpointSlice(Box::new(slice.clone())));
+                }
+            }
+            WatchedKind::Node => cache.listed(node()),
+        }
+        cache.end_list(*kind);
+    }
+}
+
+const ALL: [WatchedKind; 3] = [WatchedKind::Service, WatchedKind::EndpointSlice, WatchedKind::Node];
+
+fn machine() -> SyncMachine {
+    let settings = SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30));
+    let node = NodeInfo {
+        name: "node-a".into(),
+        ips: Vec::new(),
+        zone: None,
+    };
+    SyncMachine::new(ProxyConfig::default(), node, settings)
+}
+
+/// Answers the machine's actions from `kernel`; returns the operations
+/// applied.
+fn serve(m: &mut SyncMachine, kernel: &mut IpvsTable, now: Time) -> Vec<Operation> {
+    let mut applied = Vec::new();
+    while let Some(action) = m.poll_action() {
+        let input = match action {
+            SyncAction::ObserveAll => SyncInput::Observed(kernel.clone()),
+            SyncAction::ObserveVirtualServers(keys) => SyncInput::ObservedVirtualServers(
+                keys.iter()
+                    .filter_map(|k| Some((*k, kernel.virtual_servers.get(k)?.clone())))
+                    .collect(),
+            ),
+            SyncAction::Apply(ops) => {
+                for op in &ops {
+                    apply_operation(kernel, op).unwrap();
+                }
+                applied.extend(ops);
+                SyncInput::Applied(Vec::new())
+            }
+        };
+        m.handle(input, now);
+    }
+    while m.poll_report().is_some() {}
+    applied
+}
+
+fn t(secs: u64) -> Time {
+    Time::from_secs(1_000 + secs)
+}
+
+/// The ClusterIPs a list of operations binds or gives virtual servers.
+fn addresses(ops: &[Operation]) -> BTreeSet<String> {
+    ops.iter()
+        .filter_map(|op| match op {
+            Operation::AddVirtualServer { virtual_server, .. } => Some(virtual_server.address.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn nothing_is_fed_before_every_first_list_is_complete() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    list_all(&mut cache, &cp, &[WatchedKind::Service, WatchedKind::EndpointSlice]);
+    cache.feed(&mut m, t(0));
+    assert!(!cache.synced());
+    assert!(!m.is_syncing() && m.poll_action().is_none());
+    assert!(m.desired().virtual_servers.is_empty());
+}
+
+#[test]
+fn kubernetes_is_programmed_first_and_alone_then_the_rest() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    list_all(&mut cache, &cp, &ALL);
+    let mut kernel = IpvsTable::default();
+    cache.feed(&mut m, t(0));
+    let first = serve(&mut m, &mut kernel, t(0));
+    let kubernetes_ip = cp.service("default", "kubernetes").unwrap().spec.cluster_ip.clone();
+    assert_eq!(addresses(&first), BTreeSet::from([kubernetes_ip]));
+
+    assert!(m.handle_timeout(t(1)), "the rest follows after min-sync-period");
+    let rest = serve(&mut m, &mut kernel, t(1));
+    assert_eq!(
+        addresses(&rest),
+        BTreeSet::from(["10.96.0.20".to_string(), "10.96.0.30".to_string()])
+    );
+    assert_eq!(&kernel, m.desired());
+    assert_eq!(m.node().zone.as_deref(), Some("zone-1"), "topology from the Node");
+    assert_eq!(m.node().ips, vec!["192.168.0.10".parse::<std::net::IpAddr>().unwrap()]);
+}
+
+#[test]
+fn a_relist_removes_nothing_until_it_is_complete() {
+    let mut cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    list_all(&mut cache, &cp, &ALL);
+    let mut kernel = IpvsTable::default();
+    cache.feed(&mut m, t(0));
+    serve(&mut m, &mut kernel, t(0));
+    m.handle_timeout(t(1));
+    serve(&mut m, &mut kernel, t(1));
+
+    // The watch expired (410 Gone); meanwhile db was deleted. The relist
+    // comes in pieces.
+    cp.delete_service("default", "db").unwrap();
+    cache.begin_list(WatchedKind::Service);
+    cache.listed(Watched::Service(Box::new(
+        cp.service("default", "web").unwrap().clone(),
+    )));
+    cache.feed(&mut m, t(2));
+    assert!(m
+        .desired()
+        .virtual_servers
+        .keys()
+        .any(|k| k.address.to_string() == "10.96.0.30"));
+    cache.listed(Watched::Service(Box::new(
+        cp.service("default", "kubernetes").unwrap().clone(),
+    )));
+    cache.end_list(WatchedKind::Service);
+    cache.feed(&mut m, t(2));
+    assert!(m
+        .desired()
+        .virtual_servers
+        .keys()
+        .all(|k| k.address.to_string() != "10.96.0.30"));
+    assert!(m.handle_timeout(t(2)));
+    serve(&mut m, &mut kernel, t(2));
+    assert_eq!(&kernel, m.desired());
+}
+
+#[test]
+fn other_proxies_services_and_headless_slices_are_left_out() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut web = cp.service("default", "web").unwrap().clone();
+    web.metadata
+        .labels
+        .insert(SERVICE_PROXY_NAME_LABEL.into(), "other-proxy".into());
+    assert_eq!(cache.applied(Watched::Service(Box::new(web.clone()))), None);
+    assert_eq!(cache.services().count(), 0);
+
+    let mut slice = cp.endpoint_slices_for("default", "db")[0].clone();
+    slice.metadata.labels.insert(HEADLESS_LABEL.into(), String::new());
+    assert_eq!(cache.applied(Watched::EndpointSlice(Box::new(slice))), None);
+    assert_eq!(cache.slices().count(), 0);
+
+    // A Service that gains the label is gone for the proxy.
+    web.metadata.labels.clear();
+    assert!(cache.applied(Watched::Service(Box::new(web.clone()))).is_some());
+    web.metadata
+        .labels
+        .insert(SERVICE_PROXY_NAME_LABEL.into(), "other-proxy".into());
+    cache.applied(Watched::Service(Box::new(web)));
+    assert_eq!(cache.services().count(), 0);
+}
+
+#[test]
+fn changes_after_the_first_sync_reach_the_machine_one_service_at_a_time() {
+    let mut cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    list_all(&mut cache, &cp, &ALL);
+    let mut kernel = IpvsTable::default();
+    cache.feed(&mut m, t(0));
+    serve(&mut m, &mut kernel, t(0));
+    m.handle_timeout(t(1));
+    serve(&mut m, &mut kernel, t(1));
+
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-2, labels: {app: web}}\nspec: {nodeName: node-a}\nstatus: {phase: Running, podIPs: [{ip: 10.244.1.12}], conditions: [{type: Ready, status: \"True\"}]}\n";
+    cp.apply_manifest(pod).unwrap();
+    for slice in cp.endpoint_slices_for("default", "web") {
+        cache.applied(Watched::EndpointSlice(Box::new(slice.clone())));
+    }
+    cache.feed(&mut m, t(5));
+    assert!(m.handle_timeout(t(5)));
+    let ops = serve(&mut m, &mut kernel, t(5));
+    assert!(!ops.is_empty());
+    assert!(ops
+        .iter()
+        .all(|op| matches!(op, Operation::AddRealServer { virtual_server, .. } if virtual_server.address.to_string() == "10.96.0.20")));
+    assert_eq!(&kernel, m.desired());
+}
