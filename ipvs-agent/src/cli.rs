@@ -2,6 +2,7 @@
 //! and the help text that explains what the agent does. Parsing only: the
 //! commands themselves live in `main.rs`.
 
+use crate::kubeapi::ApiSource;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -29,6 +30,9 @@ const EXAMPLES: &str = "\
 Examples:
   # What would be programmed, without touching the kernel (no privileges needed):
   ipvs-agent plan --manifests examples/ --node-name node-a --format ipvsadm-save
+
+  # The same from a live cluster (API mode, as kube-proxy reads it):
+  ipvs-agent plan --kubeconfig ~/.kube/config --node-name node-a --format ipvsadm-save
 
   # Program the kernel once and exit (needs CAP_NET_ADMIN):
   ipvs-agent run --manifests examples/ --state-file /var/lib/ipvs-agent/state.json --once
@@ -101,6 +105,15 @@ pub struct Common {
     /// recursively, skipping hidden entries). Repeatable. Files may hold several `---` documents.
     #[arg(long = "manifests", value_name = "PATH")]
     pub manifests: Vec<PathBuf>,
+    /// API mode: follow the cluster this kubeconfig file points at (its current context), as
+    /// kube-proxy does, instead of manifest files: Services, EndpointSlices and this node's Node
+    /// come from the apiserver, which allocates ClusterIPs and NodePorts. In a Pod, without
+    /// --manifests, the in-cluster configuration is used instead.
+    #[arg(long, value_name = "FILE", conflicts_with = "manifests")]
+    pub kubeconfig: Option<PathBuf>,
+    /// API mode: the apiserver's URL, over the kubeconfig's (kube-proxy's --master).
+    #[arg(long, value_name = "URL", conflicts_with = "manifests")]
+    pub master: Option<String>,
     /// Where allocated ClusterIPs and NodePorts are kept across restarts (JSON, written atomically).
     /// `run` also keeps drain start times and claimed virtual servers in PATH.plan.json beside it, so
     /// --drain-timeout counts from when draining began, not from the restart. `plan` reads the state
@@ -139,6 +152,18 @@ pub struct Common {
 }
 
 impl Common {
+    /// Where the apiserver is, in API mode: `--kubeconfig` or `--master`,
+    /// or, without `--manifests`, the in-cluster configuration of a Pod
+    /// (`KUBERNETES_SERVICE_HOST` set). `None`: standalone mode.
+    pub fn api_source(&self) -> Option<ApiSource> {
+        let source = ApiSource {
+            kubeconfig: self.kubeconfig.clone(),
+            master: self.master.clone(),
+        };
+        let in_pod = self.manifests.is_empty() && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+        (source.is_enabled() || in_pod).then_some(source)
+    }
+
     /// The cluster configuration these flags describe.
     pub fn cluster_config(&self) -> ClusterConfig {
         ClusterConfig {

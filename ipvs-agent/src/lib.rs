@@ -14,6 +14,8 @@
 //! - [`agent`]: `run`'s main loop: manifests, leases, syncs, state.
 //! - [`cleanup`]: `cleanup`: removing what the agent owns.
 //! - [`metrics`], [`http`]: `/metrics` and `/healthz`.
+//! - [`kubeapi`]: API mode: connecting to the apiserver, listing and
+//!   watching Services, EndpointSlices and the Node with kube-rs.
 //! - [`kernel`]: the Linux side: IPVS generic-netlink socket, `kube-ipvs0`
 //!   over rtnetlink, sysctls, and [`kernel::LinuxDataplane`].
 
@@ -27,6 +29,7 @@ pub mod cluster;
 pub mod dataplane;
 pub mod http;
 pub mod kernel;
+pub mod kubeapi;
 pub mod manifests;
 #[cfg(test)]
 mod memory;

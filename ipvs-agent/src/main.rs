@@ -11,6 +11,7 @@ use ipvs_agent::cluster::{Cluster, ClusterError};
 use ipvs_agent::dataplane::DataplaneError;
 use ipvs_agent::http::{self, Endpoints};
 use ipvs_agent::kernel::{apply_sysctls, LinuxDataplane};
+use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::node::{host_addresses, NodeFlags};
 use ipvs_agent::sync::SyncSettings;
@@ -18,8 +19,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use svcnet_core::api::{EndpointSlice, Service};
+use svcnet_core::dns::{cluster_records, zone_text, DnsConfig};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
-use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, ProxyConfig};
+use svcnet_core::proxy::{desired_table, ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, ProxyConfig};
 use svcnet_core::time::Time;
 
 /// mimalloc rather than glibc's malloc: reading thousands of manifests
@@ -29,6 +31,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Exit status for bad flags, manifests or state (clap uses 2 as well).
 const USAGE: u8 = 2;
+
+/// Exit status when the apiserver cannot be reached or read (API mode).
+const API: u8 = 4;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -125,6 +130,9 @@ fn node_info(common: &Common, cluster: &Cluster) -> Result<NodeInfo, Failure> {
 /// `plan`: what `run` would program, printed.
 fn plan(args: &PlanArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
+    if let Some(source) = common.api_source() {
+        return runtime().and_then(|rt| rt.block_on(plan_from_api(args, &source)));
+    }
     let cluster = load_cluster(common, false)?;
     let cp = cluster.control_plane();
     let node = node_info(common, &cluster)?;
@@ -141,24 +149,64 @@ fn plan(args: &PlanArgs) -> Result<ExitCode, Failure> {
         PlanFormat::IpvsadmSave => ipvsadm_save(&desired.table),
         PlanFormat::Dns => cp.dns_zone(),
         PlanFormat::Json => plan_json(&services, &slices, &desired.table)?,
-        PlanFormat::Table => format!(
-            "Services (kubectl get services -A):\n{}\nEndpointSlices (kubectl get endpointslices -A):\n{}\n\
-             IPVS on node {} ({}) (ipvsadm -Ln):\n{}\nAddresses on kube-ipvs0:\n{}",
-            services_table(&services, true),
-            endpoint_slices_table(&slices, true),
-            node.name,
-            node.ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-            ipvsadm_list(&desired.table),
-            desired
-                .table
-                .addresses
-                .iter()
-                .map(|a| format!("  {a}\n"))
-                .collect::<String>(),
-        ),
+        PlanFormat::Table => plan_table(&services, &slices, &node, &desired.table),
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `plan` in API mode: one list of each kind from the apiserver, the
+/// node's addresses from the flags, else its Node object, else the host.
+async fn plan_from_api(args: &PlanArgs, source: &ApiSource) -> Result<ExitCode, Failure> {
+    let common = &args.common;
+    let client = kubeapi::connect(source).await.map_err(|e| failure(e, API))?;
+    let flags = node_flags(common);
+    let cache = kubeapi::list::list(&client, &flags.name)
+        .await
+        .map_err(|e| failure(e, API))?;
+    let mut node = cache.node_info();
+    if !flags.ips.is_empty() {
+        node.ips = flags.ips.clone();
+    } else if node.ips.is_empty() {
+        node.ips = host_addresses();
+    }
+    let proxy = proxy_config(common, ProxyConfig::default().drain_timeout_seconds);
+    let services: Vec<&Service> = cache.services().collect();
+    let slices: Vec<&EndpointSlice> = cache.slices().collect();
+    let desired = desired_table(services.iter().copied(), slices.iter().copied(), &node, &proxy);
+    for warning in &desired.warnings {
+        tracing::warn!("{warning}");
+    }
+    let text = match args.format {
+        PlanFormat::IpvsadmSave => ipvsadm_save(&desired.table),
+        PlanFormat::Dns => {
+            let config = DnsConfig {
+                zone: common.cluster_domain.clone(),
+                ..DnsConfig::default()
+            };
+            let owned_services: Vec<Service> = services.iter().map(|s| (*s).clone()).collect();
+            let owned_slices: Vec<EndpointSlice> = slices.iter().map(|s| (*s).clone()).collect();
+            zone_text(&cluster_records(&owned_services, &owned_slices, &config))
+        }
+        PlanFormat::Json => plan_json(&services, &slices, &desired.table)?,
+        PlanFormat::Table => plan_table(&services, &slices, &node, &desired.table),
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plan --format table`: kubectl's tables, then `ipvsadm -Ln`.
+fn plan_table(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo, table: &IpvsTable) -> String {
+    format!(
+        "Services (kubectl get services -A):\n{}\nEndpointSlices (kubectl get endpointslices -A):\n{}\n\
+         IPVS on node {} ({}) (ipvsadm -Ln):\n{}\nAddresses on kube-ipvs0:\n{}",
+        services_table(services, true),
+        endpoint_slices_table(slices, true),
+        node.name,
+        node.ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        ipvsadm_list(table),
+        table.addresses.iter().map(|a| format!("  {a}\n")).collect::<String>(),
+    )
 }
 
 fn plan_json(services: &[&Service], slices: &[&EndpointSlice], table: &IpvsTable) -> Result<String, Failure> {

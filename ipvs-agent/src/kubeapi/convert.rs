@@ -1,0 +1,61 @@
+//! kube-rs objects (typed by k8s-openapi) into the core's types. Both are
+//! the Kubernetes JSON shape, so the conversion is a JSON round trip; an
+//! object the core cannot read is named in the error.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use svcnet_core::proxy::watch_cache::Watched;
+
+/// The core's object for a k8s-openapi one.
+fn to_core<T: DeserializeOwned>(object: &impl Serialize, kind: &str, name: &str) -> Result<T, String> {
+    let value = serde_json::to_value(object).map_err(|e| format!("{kind} {name}: {e}"))?;
+    serde_json::from_value(value).map_err(|e| format!("{kind} {name}: {e}"))
+}
+
+/// A Service as the core's [`Watched`].
+pub fn service(svc: &k8s_openapi::api::core::v1::Service) -> Result<Watched, String> {
+    let name = describe(&svc.metadata);
+    to_core(svc, "Service", &name).map(|s| Watched::Service(Box::new(s)))
+}
+
+/// An EndpointSlice as the core's [`Watched`].
+pub fn endpoint_slice(slice: &k8s_openapi::api::discovery::v1::EndpointSlice) -> Result<Watched, String> {
+    let name = describe(&slice.metadata);
+    to_core(slice, "EndpointSlice", &name).map(|s| Watched::EndpointSlice(Box::new(s)))
+}
+
+/// A Node as the core's [`Watched`].
+pub fn node(node: &k8s_openapi::api::core::v1::Node) -> Result<Watched, String> {
+    let name = describe(&node.metadata);
+    to_core(node, "Node", &name).map(|n| Watched::Node(Box::new(n)))
+}
+
+fn describe(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    match (&meta.namespace, &meta.name) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name.clone(),
+        _ => "(unnamed)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_service_crosses_over_whole() {
+        let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+            "spec": {"clusterIP": "10.96.0.20", "clusterIPs": ["10.96.0.20"], "selector": {"app": "web"},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
+                     "type": "ClusterIP", "ipFamilies": ["IPv4"]}
+        }))
+        .unwrap();
+        let Watched::Service(core) = service(&svc).unwrap() else {
+            panic!("not a Service");
+        };
+        assert_eq!(core.metadata.namespace, "shop");
+        assert_eq!(core.spec.cluster_ip, "10.96.0.20");
+        assert_eq!(core.spec.ports[0].port, 80);
+    }
+}
