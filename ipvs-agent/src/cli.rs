@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use svcnet_core::apiserver::node_port::PortRange;
 use svcnet_core::controlplane::ClusterConfig;
+use svcnet_core::proxy::kube_proxy_config;
 use svcnet_core::proxy::Scheduler;
 
 const ABOUT: &str = "Programs Linux IPVS for Kubernetes-style Services, like kube-proxy's IPVS mode, but incrementally";
@@ -130,7 +131,7 @@ pub struct Common {
     #[arg(long, value_name = "IP:PORT")]
     pub apiserver_endpoint: Vec<SocketAddr>,
     /// This node's name, matched against pods' spec.nodeName and the Node objects [default: the hostname]
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", alias = "hostname-override")]
     pub node_name: Option<String>,
     /// An address of this node; NodePorts listen on each. Repeatable [default: the addresses of the Node
     /// object named --node-name if the manifests have one, else the host's addresses]
@@ -138,7 +139,7 @@ pub struct Common {
     pub node_ip: Vec<IpAddr>,
     /// The IPVS scheduler of every virtual server (a Service may pick another with the
     /// svcnet.io/ipvs-scheduler annotation).
-    #[arg(long, value_name = "NAME", default_value = "rr", value_parser = parse_scheduler)]
+    #[arg(long, value_name = "NAME", default_value = "rr", value_parser = parse_scheduler, alias = "ipvs-scheduler")]
     pub scheduler: Scheduler,
     /// Seed of the ClusterIP/NodePort allocator: same seed and manifests, same addresses.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -146,6 +147,18 @@ pub struct Common {
     /// The cluster DNS zone (for `plan --format dns`).
     #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]
     pub cluster_domain: String,
+    /// Which addresses NodePorts listen on: CIDRs (the host's addresses inside them) or `primary`
+    /// (the node's own addresses, the default), comma-separated, as kube-proxy's --nodeport-addresses.
+    /// --node-ip wins over it.
+    #[arg(long, value_name = "CIDR,...", value_delimiter = ',', value_parser = parse_node_port_address)]
+    pub nodeport_addresses: Vec<String>,
+    /// A kube-proxy configuration file (KubeProxyConfiguration, kubeproxy.config.k8s.io/v1alpha1),
+    /// read as kube-proxy reads it: its values win over the flags. Used: ipvs.scheduler,
+    /// ipvs.syncPeriod, ipvs.minSyncPeriod, ipvs.strictARP, the ipvs timeouts, hostnameOverride,
+    /// clientConnection.kubeconfig, healthzBindAddress, metricsBindAddress, nodePortAddresses; every
+    /// other field is validated and reported as not used.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -178,6 +191,53 @@ impl Common {
     }
 }
 
+impl Command {
+    /// Reads `--config` (a KubeProxyConfiguration) if given and puts its
+    /// values over the flags; returns the file's warnings (unknown fields,
+    /// fields svcnet does not use). An unreadable or invalid file is an
+    /// error naming the file and, in kube-proxy's words, the fields.
+    pub fn apply_kube_proxy_config(&mut self) -> Result<Vec<String>, String> {
+        let Some(path) = self.common().config.clone() else {
+            return Ok(Vec::new());
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+        let read = kube_proxy_config::read(&text).map_err(|e| format!("--config {}: {e}", path.display()))?;
+        let settings = read.settings;
+        let bad = |field: &str, message: String| format!("--config {}: {field}: {message}", path.display());
+        let scheduler = parse_scheduler(&settings.scheduler).map_err(|e| bad("ipvs.scheduler", e))?;
+        let nanos = |n: i128| Duration::from_nanos(u64::try_from(n).unwrap_or(0));
+        let common = self.common_mut();
+        common.scheduler = scheduler;
+        if let Some(name) = settings.hostname_override {
+            common.node_name = Some(name);
+        }
+        if let Some(kubeconfig) = settings.kubeconfig {
+            common.kubeconfig = Some(PathBuf::from(kubeconfig));
+        }
+        if !settings.node_port_addresses.is_empty() {
+            common.nodeport_addresses = settings.node_port_addresses;
+        }
+        if let Command::Run(run) = self {
+            run.sync_period = nanos(settings.sync_period_nanos);
+            run.min_sync_period = nanos(settings.min_sync_period_nanos);
+            run.ipvs_strict_arp |= settings.strict_arp;
+            let [tcp, tcp_fin, udp] = settings.ipvs_timeouts_nanos.map(nanos);
+            (run.ipvs_tcp_timeout, run.ipvs_tcpfin_timeout, run.ipvs_udp_timeout) = (tcp, tcp_fin, udp);
+            run.healthz_bind_address = settings.healthz_bind_address;
+            run.metrics_bind_address = settings.metrics_bind_address;
+        }
+        Ok(read.warnings)
+    }
+
+    fn common_mut(&mut self) -> &mut Common {
+        match self {
+            Command::Plan(a) => &mut a.common,
+            Command::Run(a) => &mut a.common,
+            Command::Cleanup(a) => &mut a.common,
+        }
+    }
+}
+
 /// `plan`'s flags.
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
@@ -199,11 +259,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub once: bool,
     /// At most one sync per this period; manifest files are checked for changes as often.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, alias = "ipvs-min-sync-period")]
     pub min_sync_period: Duration,
     /// A full re-check of the kernel's table this often, repairing drift.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, alias = "ipvs-sync-period")]
     pub sync_period: Duration,
+    /// The IPVS timeout of established TCP connections (`ipvsadm --set`); 0 leaves the kernel's.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_timeout)]
+    pub ipvs_tcp_timeout: Duration,
+    /// The IPVS timeout of TCP connections after a FIN; 0 leaves the kernel's.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_timeout)]
+    pub ipvs_tcpfin_timeout: Duration,
+    /// The IPVS timeout of UDP flows; 0 leaves the kernel's.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_timeout)]
+    pub ipvs_udp_timeout: Duration,
     /// Where /healthz is served (200 while syncs succeed within 2 x --sync-period, else 503).
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:10256")]
     pub healthz_bind_address: SocketAddr,
@@ -261,6 +330,20 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A duration that may be zero (timeouts: 0 leaves the kernel's).
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 0s, 900s, 15m)"))
+}
+
+fn parse_node_port_address(text: &str) -> Result<String, String> {
+    let keyword = matches!(text, "primary" | "localhost" | "all");
+    if keyword || (text.contains('/') && text.parse::<ipnetwork::IpNetwork>().is_ok()) {
+        Ok(text.to_string())
+    } else {
+        Err("must be a valid CIDR or one of the keywords 'primary', 'localhost', 'all'".into())
+    }
+}
+
 fn parse_scheduler(text: &str) -> Result<Scheduler, String> {
     Scheduler::known(text).ok_or_else(|| format!("unknown IPVS scheduler; must be one of {}", Scheduler::known_names()))
 }
@@ -289,6 +372,85 @@ mod tests {
     #[test]
     fn the_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn kube_proxys_flag_names_are_accepted() {
+        let Command::Run(run) = parse(&[
+            "run",
+            "--hostname-override",
+            "node-a",
+            "--ipvs-scheduler",
+            "wrr",
+            "--ipvs-sync-period",
+            "1m",
+            "--ipvs-min-sync-period",
+            "2s",
+            "--ipvs-tcp-timeout",
+            "900s",
+            "--nodeport-addresses",
+            "192.168.0.0/24,primary",
+            "--kubeconfig",
+            "/etc/kubernetes/proxy.conf",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not run");
+        };
+        assert_eq!(run.common.node_name.as_deref(), Some("node-a"));
+        assert_eq!(run.common.scheduler, Scheduler::known("wrr").unwrap());
+        assert_eq!(
+            (run.sync_period, run.min_sync_period),
+            (Duration::from_secs(60), Duration::from_secs(2))
+        );
+        assert_eq!(run.ipvs_tcp_timeout, Duration::from_secs(900));
+        assert_eq!(run.common.nodeport_addresses, ["192.168.0.0/24", "primary"]);
+        assert!(run.common.api_source().is_some());
+        let err = parse(&["plan", "--nodeport-addresses", "bogus"]).unwrap_err();
+        assert!(err.contains("must be a valid CIDR or one of the keywords"), "{err}");
+        let err = parse(&["plan", "--kubeconfig", "k", "--manifests", "m"]).unwrap_err();
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
+
+    #[test]
+    fn a_kube_proxy_config_file_wins_over_the_flags_and_names_bad_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kube-proxy.yaml");
+        std::fs::write(
+            &file,
+            "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nhostnameOverride: node-b\nipvs: {scheduler: sh, syncPeriod: 45s, strictARP: true, udpTimeout: 300s}\nmetricsBindAddress: 0.0.0.0:10249\nconntrack: {maxPerCore: 0}\n",
+        )
+        .unwrap();
+        let path = file.to_str().unwrap();
+        let mut cli = parse(&["run", "--config", path, "--scheduler", "rr", "--sync-period", "10s"]).unwrap();
+        let warnings = cli.command.apply_kube_proxy_config().unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let Command::Run(run) = cli.command else {
+            panic!("not run");
+        };
+        assert_eq!(run.common.scheduler, Scheduler::known("sh").unwrap());
+        assert_eq!(run.common.node_name.as_deref(), Some("node-b"));
+        assert_eq!(run.sync_period, Duration::from_secs(45));
+        assert_eq!(run.min_sync_period, Duration::ZERO, "kube-proxy's default");
+        assert!(run.ipvs_strict_arp);
+        assert_eq!(run.ipvs_udp_timeout, Duration::from_secs(300));
+        assert_eq!(run.metrics_bind_address.to_string(), "0.0.0.0:10249");
+
+        std::fs::write(&file, "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs: {scheduler: nope}\n").unwrap();
+        let mut cli = parse(&["plan", "--config", path]).unwrap();
+        let err = cli.command.apply_kube_proxy_config().unwrap_err();
+        assert!(
+            err.starts_with(&format!("--config {path}: ipvs.scheduler: unknown IPVS scheduler")),
+            "{err}"
+        );
+        std::fs::write(&file, "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs: {tcpTimeout: -1s}\n").unwrap();
+        let err = parse(&["plan", "--config", path])
+            .unwrap()
+            .command
+            .apply_kube_proxy_config()
+            .unwrap_err();
+        assert_eq!(err, format!("--config {path}: failed validate: KubeProxyConfiguration.KubeProxyIPVSConfiguration.TCPTimeout: Invalid value: \"-1s\": must be greater than or equal to 0"));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! - [`node`]: this node's name and addresses.
 //! - [`sync`]: the sync loop, generic over the dataplane.
 //! - [`agent`]: `run`'s main loop: manifests, leases, syncs, state.
+//! - [`api_agent`]: `run`'s main loop in API mode: watch updates, syncs.
 //! - [`cleanup`]: `cleanup`: removing what the agent owns.
 //! - [`metrics`], [`http`]: `/metrics` and `/healthz`.
 //! - [`kubeapi`]: API mode: connecting to the apiserver, listing and
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod api_agent;
 pub mod cleanup;
 pub mod cli;
 pub mod clock;

@@ -3,7 +3,9 @@
 //! dataplane is made in one place, [`connect_dataplane`].
 
 use clap::Parser;
+use futures_util::{FutureExt, StreamExt};
 use ipvs_agent::agent::{load_plan_state, log_outcome, Agent, AgentSettings};
+use ipvs_agent::api_agent::{ApiAgent, ApiSettings};
 use ipvs_agent::cleanup::cleanup;
 use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, RunArgs};
 use ipvs_agent::clock::Clock;
@@ -13,15 +15,18 @@ use ipvs_agent::http::{self, Endpoints};
 use ipvs_agent::kernel::{apply_sysctls, LinuxDataplane};
 use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
+use ipvs_agent::netlink::Timeouts;
 use ipvs_agent::node::{host_addresses, NodeFlags};
+use ipvs_agent::state;
 use ipvs_agent::sync::SyncSettings;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::dns::{cluster_records, zone_text, DnsConfig};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
-use svcnet_core::proxy::{desired_table, ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, ProxyConfig};
+use svcnet_core::proxy::{desired_table, ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
 /// mimalloc rather than glibc's malloc: reading thousands of manifests
@@ -36,8 +41,19 @@ const USAGE: u8 = 2;
 const API: u8 = 4;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     init_logging(cli.command.common().log_format);
+    match cli.command.apply_kube_proxy_config() {
+        Ok(warnings) => {
+            for warning in warnings {
+                tracing::warn!("--config: {warning}");
+            }
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(USAGE);
+        }
+    }
     let result = match cli.command {
         Command::Plan(args) => plan(&args),
         Command::Run(args) => runtime().and_then(|rt| rt.block_on(run(args))),
@@ -117,8 +133,24 @@ fn proxy_config(common: &Common, drain_timeout_seconds: u64) -> ProxyConfig {
     }
 }
 
+/// The node's name and addresses from the flags: `--node-ip`, else the
+/// host's addresses inside the `--nodeport-addresses` CIDRs (all of them
+/// for `all`), else none (the Node object's, or the host's, later).
 fn node_flags(common: &Common) -> NodeFlags {
-    NodeFlags::new(common.node_name.clone(), common.node_ip.clone())
+    let mut ips = common.node_ip.clone();
+    if ips.is_empty() && !common.nodeport_addresses.is_empty() {
+        let cidrs: Vec<ipnetwork::IpNetwork> = common
+            .nodeport_addresses
+            .iter()
+            .filter_map(|c| c.parse().ok())
+            .collect();
+        let all = common.nodeport_addresses.iter().any(|a| a == "all");
+        ips = host_addresses()
+            .into_iter()
+            .filter(|ip| all || cidrs.iter().any(|c| c.contains(*ip)))
+            .collect();
+    }
+    NodeFlags::new(common.node_name.clone(), ips)
 }
 
 fn node_info(common: &Common, cluster: &Cluster) -> Result<NodeInfo, Failure> {
@@ -226,6 +258,9 @@ fn plan_json(services: &[&Service], slices: &[&EndpointSlice], table: &IpvsTable
 /// `run`: the agent, until SIGTERM or Ctrl-C (or after one sync with `--once`).
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
+    if let Some(source) = common.api_source() {
+        return run_api(&args, &source).await;
+    }
     let cluster = load_cluster(common, true)?;
     let plan_state = load_plan_state(&cluster);
     // The state file is written only when allocations change, so drain
@@ -248,9 +283,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
     };
     let metrics = Arc::new(Metrics::default());
-    let dataplane = connect_dataplane(args.skip_sysctls, args.ipvs_strict_arp)
-        .await
-        .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
+    let dataplane = run_dataplane(&args).await?;
     let mut agent = Agent::start(cluster, plan_state, dataplane, settings, metrics.clone(), clock.now())?;
 
     if args.once {
@@ -264,6 +297,98 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         });
     }
 
+    serve_endpoints(&args, metrics).await;
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        agent.step(clock.now()).await;
+        let now = clock.now();
+        let wait = agent.next_wake(now).since(now);
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = &mut shutdown => break,
+        }
+    }
+    agent.save();
+    tracing::info!("stopped; the kernel's table stays as programmed");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run` in API mode: the watch streams feed the agent until SIGTERM or
+/// Ctrl-C (or, with `--once`, until the first complete sync).
+async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure> {
+    let common = &args.common;
+    let client = kubeapi::connect(source).await.map_err(|e| failure(e, API))?;
+    let plan_state_file = common.state_file.as_deref().map(state::plan_state_path);
+    let plan_state = match plan_state_file.as_deref().map(state::load_plan_state) {
+        Some(Ok(Some(saved))) => saved,
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "starting without the saved plan state: draining real servers start their drain timeout again");
+            PlanState::default()
+        }
+        _ => PlanState::default(),
+    };
+    let saved = (plan_state.draining.iter())
+        .map(|(_, _, since)| since)
+        .fold(Time::ZERO, Time::max);
+    let clock = Clock::starting_at_least(saved);
+    let flags = node_flags(common);
+    let settings = ApiSettings {
+        node_name: flags.name.clone(),
+        host_ips: if flags.ips.is_empty() {
+            host_addresses()
+        } else {
+            Vec::new()
+        },
+        node_ips: flags.ips,
+        proxy: proxy_config(common, args.drain_timeout.as_secs()),
+        sync: SyncSettings::new(args.min_sync_period, args.sync_period),
+        plan_state_file,
+    };
+    let metrics = Arc::new(Metrics::default());
+    let dataplane = run_dataplane(args).await?;
+    tracing::info!(node = %settings.node_name, "API mode: waiting for the first lists of Services, EndpointSlices and the Node");
+    let mut updates = kubeapi::watch::watch(client, &settings.node_name);
+    let mut agent = ApiAgent::new(settings, plan_state, dataplane, metrics.clone());
+    if !args.once {
+        serve_endpoints(args, metrics).await;
+    }
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let reports = agent.step(clock.now()).await;
+        if args.once {
+            if let Some(full) = reports.iter().find(|r| r.full) {
+                return Ok(if full.succeeded() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                });
+            }
+        }
+        let now = clock.now();
+        let wait = agent.next_wake(now).map(|t| t.since(now));
+        tokio::select! {
+            update = updates.next() => {
+                let Some(update) = update else { break };
+                agent.handle(update);
+                // Take what else has arrived before stepping.
+                while let Some(Some(update)) = updates.next().now_or_never() {
+                    agent.handle(update);
+                }
+            }
+            _ = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(3600))), if wait.is_some() => {}
+            _ = &mut shutdown => break,
+        }
+    }
+    agent.save_plan_state();
+    tracing::info!("stopped; the kernel's table stays as programmed");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves /healthz and /metrics on their addresses (logged when one
+/// cannot be bound).
+async fn serve_endpoints(args: &RunArgs, metrics: Arc<Metrics>) {
     let endpoints = Endpoints {
         metrics,
         health_timeout: args.sync_period.saturating_mul(2),
@@ -280,20 +405,6 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
             Err(e) => tracing::error!(%addr, error = %e, "cannot serve /{what}"),
         }
     }
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    loop {
-        agent.step(clock.now()).await;
-        let now = clock.now();
-        let wait = agent.next_wake(now).since(now);
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = &mut shutdown => break,
-        }
-    }
-    agent.save();
-    tracing::info!("stopped; the kernel's table stays as programmed");
-    Ok(ExitCode::SUCCESS)
 }
 
 async fn shutdown_signal() {
@@ -354,4 +465,31 @@ async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<Linux
         }
     }
     LinuxDataplane::open()
+}
+
+/// `run`'s dataplane, with the IPVS timeouts set when any is given (0
+/// leaves the kernel's, as kube-proxy does).
+async fn run_dataplane(args: &RunArgs) -> Result<LinuxDataplane, Failure> {
+    let mut dataplane = connect_dataplane(args.skip_sysctls, args.ipvs_strict_arp)
+        .await
+        .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
+    let seconds = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
+    let timeouts = Timeouts {
+        tcp: seconds(args.ipvs_tcp_timeout),
+        tcp_fin: seconds(args.ipvs_tcpfin_timeout),
+        udp: seconds(args.ipvs_udp_timeout),
+    };
+    if timeouts.tcp > 0 || timeouts.tcp_fin > 0 || timeouts.udp > 0 {
+        dataplane
+            .ipvs()
+            .set_timeouts(&timeouts)
+            .map_err(|e| failure(format!("cannot set the IPVS timeouts: {e}"), 1))?;
+        tracing::info!(
+            tcp = timeouts.tcp,
+            tcp_fin = timeouts.tcp_fin,
+            udp = timeouts.udp,
+            "IPVS timeouts set"
+        );
+    }
+    Ok(dataplane)
 }

@@ -53,6 +53,7 @@ pub struct Metrics {
     failed: [AtomicU64; KINDS.len()],
     netlink_errors: AtomicU64,
     manifest_errors: AtomicU64,
+    api_errors: AtomicU64,
     /// Unix milliseconds of the last sync with no failure (0: none yet).
     last_success_ms: AtomicU64,
     virtual_servers: AtomicU64,
@@ -115,6 +116,11 @@ impl Metrics {
     /// Records a manifest that could not be used.
     pub fn record_manifest_error(&self) {
         self.manifest_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a failed list or watch of the apiserver (API mode).
+    pub fn record_api_error(&self) {
+        self.api_errors.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records the table size after a sync.
@@ -209,6 +215,12 @@ impl Metrics {
             "counter",
             "Manifest changes that could not be used (the previous state stayed).",
             &plain(get(&self.manifest_errors)),
+        );
+        metric(
+            "ipvs_agent_api_errors_total",
+            "counter",
+            "Failed lists and watches of the apiserver in API mode (each retried with backoff; the programmed state stays).",
+            &plain(get(&self.api_errors)),
         );
         let last = get(&self.last_success_ms) as f64 / 1000.0;
         metric(

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine};
+use svcnet_core::proxy::watch_cache::WatchCache;
 use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig, ProxyWarning};
 use svcnet_core::time::Time;
 
@@ -139,6 +140,18 @@ impl<D: Dataplane> SyncLoop<D> {
         let started = Instant::now();
         self.machine.start_sync(full, now);
         self.drive(now, started).await
+    }
+
+    /// Hands what changed in the watch cache to the machine (see
+    /// [`WatchCache::feed`]); when that starts a sync (`default/kubernetes`
+    /// first, once the first lists are in), runs it.
+    pub async fn feed(&mut self, cache: &mut WatchCache, now: Time) -> Option<SyncReport> {
+        let started = Instant::now();
+        cache.feed(&mut self.machine, now);
+        if !self.machine.is_syncing() {
+            return None;
+        }
+        Some(self.drive(now, started).await)
     }
 
     /// Carries out the machine's actions until its sync reports.

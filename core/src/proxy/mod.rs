@@ -12,6 +12,9 @@
 //!   an in-memory table.
 //! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON, listed in
 //!   [`order`](mod@order), `ipvsadm`'s own order (its wrapping address sort).
+//! - [`kube_proxy_config`]: kube-proxy's `--config` file, read, defaulted
+//!   and validated as kube-proxy reads it for IPVS mode ([`go_duration`]:
+//!   its duration text).
 //! - [`sync_loop`]: the sync loop as a state machine: when to read the
 //!   kernel, plan, apply and retry, with time passed in.
 //! - [`watch_cache`]: what kube-proxy's informers hold in API mode, and
@@ -22,7 +25,9 @@ pub mod apply;
 pub mod categorize;
 pub mod desired;
 pub mod error;
+pub mod go_duration;
 pub mod index;
+pub mod kube_proxy_config;
 pub mod node;
 pub mod order;
 pub mod plan;

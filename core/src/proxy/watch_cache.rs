@@ -32,6 +32,7 @@ use crate::api::endpoint_slice::HEADLESS_LABEL;
 use crate::api::{EndpointSlice, Node, Service};
 use crate::time::Time;
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 /// The label that hands a Service to another proxy.
 pub const SERVICE_PROXY_NAME_LABEL: &str = "service.kubernetes.io/service-proxy-name";
@@ -72,6 +73,10 @@ impl Watched {
 #[derive(Debug, Clone)]
 pub struct WatchCache {
     node_name: String,
+    /// `--node-ip`: when given, the node's addresses whatever its Node says.
+    flag_ips: Vec<IpAddr>,
+    /// The host's addresses, for a Node object without any.
+    host_ips: Vec<IpAddr>,
     services: BTreeMap<String, Service>,
     /// Slices by `namespace/name` of the slice.
     slices: BTreeMap<String, EndpointSlice>,
@@ -93,6 +98,8 @@ impl WatchCache {
     pub fn new(node_name: &str) -> WatchCache {
         WatchCache {
             node_name: node_name.to_string(),
+            flag_ips: Vec::new(),
+            host_ips: Vec::new(),
             services: BTreeMap::new(),
             slices: BTreeMap::new(),
             node: None,
@@ -102,6 +109,14 @@ impl WatchCache {
             node_changed: false,
             fed: false,
         }
+    }
+
+    /// Where the node's addresses come from besides its Node object:
+    /// `flags` (`--node-ip`) win over the Node's; `host` is used when
+    /// neither has any.
+    pub fn set_node_ips(&mut self, flags: Vec<IpAddr>, host: Vec<IpAddr>) {
+        self.flag_ips = flags;
+        self.host_ips = host;
     }
 
     /// Whether the first lists of all three kinds are complete.
@@ -119,16 +134,25 @@ impl WatchCache {
         self.slices.values()
     }
 
-    /// The node as the proxy sees it (name only until its Node arrives).
+    /// The node as the proxy sees it: its name, zone and addresses from
+    /// its Node object, the addresses from the flags when given, else the
+    /// host's when the Node has none.
     pub fn node_info(&self) -> NodeInfo {
-        self.node
+        let mut info = self
+            .node
             .as_ref()
             .and_then(|n| NodeInfo::from_node(n).ok())
             .unwrap_or_else(|| NodeInfo {
                 name: self.node_name.clone(),
                 ips: Vec::new(),
                 zone: None,
-            })
+            });
+        if !self.flag_ips.is_empty() {
+            info.ips = self.flag_ips.clone();
+        } else if info.ips.is_empty() {
+            info.ips = self.host_ips.clone();
+        }
+        info
     }
 
     /// A (re)list of `kind` begins: objects it does not list go when it

@@ -42,13 +42,15 @@ pub enum Area {
     Kubectl,
     /// Dual-stack Services.
     DualStack,
+    /// kube-proxy's `--config` file, as kube-proxy reads it.
+    KubeProxyConfig,
     /// The behaviour vectors of `tests/vectors/`, replayed.
     Vectors,
 }
 
 impl Area {
     /// Every area, in report order.
-    pub const ALL: [Area; 9] = [
+    pub const ALL: [Area; 10] = [
         Area::Admission,
         Area::Defaulting,
         Area::Allocation,
@@ -57,6 +59,7 @@ impl Area {
         Area::EndpointSlices,
         Area::Kubectl,
         Area::DualStack,
+        Area::KubeProxyConfig,
         Area::Vectors,
     ];
 
@@ -71,6 +74,7 @@ impl Area {
             Area::EndpointSlices => "EndpointSlices",
             Area::Kubectl => "kubectl tables",
             Area::DualStack => "Dual-stack",
+            Area::KubeProxyConfig => "kube-proxy configuration file",
             Area::Vectors => "Behaviour vectors replayed",
         }
     }
@@ -144,6 +148,10 @@ pub enum Step {
     /// leaves it out) and compares its startup error with the one svcnet
     /// gives for the same flag.
     StartApiserver(String),
+    /// Starts kube-proxy with this `KubeProxyConfiguration` (`--config`)
+    /// and compares how it reads the file with how svcnet reads it: the
+    /// decoding or validation error, or the unknown fields it ignores.
+    KubeProxyConfig(String),
 }
 
 /// Names an object of the case's namespace (or a cluster-scoped one).
@@ -204,6 +212,7 @@ impl Step {
             Step::Kubectl(_) => "kubectl",
             Step::CreateServices(_) => "createServices",
             Step::StartApiserver(_) => "startApiserver",
+            Step::KubeProxyConfig(_) => "kubeProxyConfig",
         }
     }
 }

@@ -3,10 +3,11 @@
 
 use crate::case::ClusterFlags;
 use crate::objects::{identity, plural};
-use serde_json::Value;
+use serde_json::{json, Value};
 use svcnet_core::api::manifest::{parse_manifests, Object};
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
 use svcnet_core::kubectl;
+use svcnet_core::proxy::kube_proxy_config;
 
 /// svcnet's control plane for one case.
 pub struct Ours {
@@ -129,6 +130,15 @@ impl Ours {
                 "the suite has no svcnet table for `kubectl {}`",
                 words.join(" ")
             )),
+        }
+    }
+
+    /// How svcnet reads a kube-proxy configuration file: the error, or
+    /// the unknown fields it ignores (see `Real::kube_proxy_reads`).
+    pub fn kube_proxy_reads(text: &str) -> Value {
+        match kube_proxy_config::read(text) {
+            Ok(read) => json!({"accepted": true, "unknownFields": read.unknown_fields}),
+            Err(e) => json!({"error": e.to_string()}),
         }
     }
 

@@ -3,7 +3,7 @@
 //! with the real `kubectl`.
 
 use crate::case::ClusterFlags;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -164,6 +164,52 @@ impl RealCluster {
     /// checked before etcd is dialled, so a bad range ends it at once.
     /// Returns its startup error, or `None` if it was still running
     /// after 10 s.
+    /// How the real kube-proxy reads a configuration file: its decoding
+    /// or validation error (`failed complete: ...`, `failed validate:
+    /// ...`), or, when it gets past them (to fail later for want of an
+    /// apiserver), the unknown fields its lenient decoding ignored.
+    pub fn kube_proxy_reads(&self, text: &str) -> Result<Value, String> {
+        let dir = std::env::temp_dir().join(format!("svcnet-kube-proxy-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let file = dir.join("config.yaml");
+        std::fs::write(&file, text).map_err(|e| e.to_string())?;
+        let mut child = Command::new(self.bin().join("kube-proxy"))
+            .arg("--config")
+            .arg(&file)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start kube-proxy: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_dir_all(&dir);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let failed = command_failed_error(&stderr).unwrap_or_default();
+        if failed.starts_with("failed complete:") || failed.starts_with("failed validate:") {
+            return Ok(json!({"error": failed}));
+        }
+        let unknown: Vec<String> = klog_err(&stderr, "Using lenient decoding")
+            .map(|err| {
+                err.trim_start_matches("strict decoding error: ")
+                    .split(", ")
+                    .filter_map(|f| f.strip_prefix("unknown field "))
+                    .filter_map(|f| serde_json::from_str::<String>(f).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(json!({"accepted": true, "unknownFields": unknown}))
+    }
+
     pub fn start_error(&self, range: &str) -> Result<Option<String>, String> {
         let port = free_port()?;
         let primary_is_v6 = range.split(',').next().is_some_and(|c| c.contains(':'));
@@ -225,6 +271,13 @@ fn api_message(stderr: &str) -> String {
 }
 
 /// The `err="..."` of klog's `"command failed"` line, unquoted.
+/// The `err="..."` text of the klog line holding `marker`.
+fn klog_err(stderr: &str, marker: &str) -> Option<String> {
+    let line = stderr.lines().find(|l| l.contains(marker))?;
+    let quoted = &line[line.find("err=")? + 4..];
+    serde_json::from_str::<String>(quoted.trim()).ok()
+}
+
 fn command_failed_error(stderr: &str) -> Option<String> {
     let line = stderr.lines().find(|l| l.contains("\"command failed\""))?;
     let quoted = &line[line.find("err=")? + 4..];

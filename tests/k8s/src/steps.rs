@@ -124,6 +124,10 @@ impl<'a> CaseRun<'a> {
                 real: start_outcome(self.real.start_error(range)?),
                 ours: start_outcome(Ours::start_error(range)),
             }),
+            Step::KubeProxyConfig(text) => Ok(Outputs {
+                real: self.real.kube_proxy_reads(text)?,
+                ours: Ours::kube_proxy_reads(text),
+            }),
         }
     }
 

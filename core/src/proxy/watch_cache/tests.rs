@@ -182,6 +182,23 @@ fn a_relist_removes_nothing_until_it_is_complete() {
 }
 
 #[test]
+fn node_addresses_come_from_the_flags_then_the_node_then_the_host() {
+    let mut cache = WatchCache::new("node-a");
+    let host: std::net::IpAddr = "10.0.0.9".parse().unwrap();
+    let flag: std::net::IpAddr = "10.0.0.7".parse().unwrap();
+    cache.set_node_ips(Vec::new(), vec![host]);
+    assert_eq!(cache.node_info().ips, vec![host], "no Node yet: the host's");
+    cache.applied(node());
+    assert_eq!(
+        cache.node_info().ips,
+        vec!["192.168.0.10".parse::<std::net::IpAddr>().unwrap()]
+    );
+    cache.set_node_ips(vec![flag], vec![host]);
+    assert_eq!(cache.node_info().ips, vec![flag]);
+    assert_eq!(cache.node_info().zone.as_deref(), Some("zone-1"));
+}
+
+#[test]
 fn other_proxies_services_and_headless_slices_are_left_out() {
     let cp = cluster();
     let mut cache = WatchCache::new("node-a");

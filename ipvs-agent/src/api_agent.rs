@@ -1,0 +1,150 @@
+//! `run`'s main loop in API mode, one step at a time: watch updates go
+//! into the core's [`WatchCache`], which decides what they mean; what
+//! changed is fed to the [`SyncLoop`]; syncs run when due; the plan state
+//! (drain start times, claimed virtual servers) is saved beside
+//! `--state-file` after each sync that changed it. Nothing is synced before
+//! the first complete lists, so a restart removes nothing it should keep;
+//! then `default/kubernetes` is programmed first, on its own. While the
+//! apiserver cannot be reached, the last state stays programmed and the
+//! periodic full syncs keep repairing the kernel from it. Time is passed
+//! in, so tests drive it; `main.rs` drives it with the real clock and the
+//! watch streams.
+
+use crate::dataplane::Dataplane;
+use crate::kubeapi::watch::WatchUpdate;
+use crate::metrics::Metrics;
+use crate::state;
+use crate::sync::{SyncLoop, SyncReport, SyncSettings};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use svcnet_core::proxy::watch_cache::WatchCache;
+use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig};
+use svcnet_core::time::Time;
+
+/// How the agent runs in API mode.
+#[derive(Debug, Clone)]
+pub struct ApiSettings {
+    /// This node's name (`--node-name`, else the hostname).
+    pub node_name: String,
+    /// `--node-ip`: the node's addresses, whatever its Node object says.
+    pub node_ips: Vec<IpAddr>,
+    /// The host's addresses, for a Node object without any.
+    pub host_ips: Vec<IpAddr>,
+    /// Scheduler, drain timeout.
+    pub proxy: ProxyConfig,
+    /// Sync periods.
+    pub sync: SyncSettings,
+    /// Where the plan state is kept, if anywhere.
+    pub plan_state_file: Option<PathBuf>,
+}
+
+/// The running agent in API mode.
+pub struct ApiAgent<D> {
+    cache: WatchCache,
+    sync: SyncLoop<D>,
+    metrics: Arc<Metrics>,
+    plan_state_file: Option<PathBuf>,
+    plan_state_unsaved: bool,
+}
+
+impl<D: Dataplane> ApiAgent<D> {
+    /// An agent that has seen nothing yet; the sync loop starts from
+    /// `plan_state` (saved by an earlier run, or empty).
+    pub fn new(settings: ApiSettings, plan_state: PlanState, dataplane: D, metrics: Arc<Metrics>) -> ApiAgent<D> {
+        let mut cache = WatchCache::new(&settings.node_name);
+        cache.set_node_ips(settings.node_ips, settings.host_ips);
+        let node = NodeInfo {
+            name: settings.node_name,
+            ips: Vec::new(),
+            zone: None,
+        };
+        let mut sync = SyncLoop::new(dataplane, settings.proxy, node, settings.sync, metrics.clone());
+        sync.restore_plan_state(plan_state);
+        ApiAgent {
+            cache,
+            sync,
+            metrics,
+            plan_state_file: settings.plan_state_file,
+            plan_state_unsaved: false,
+        }
+    }
+
+    /// The sync loop.
+    pub fn sync_loop(&self) -> &SyncLoop<D> {
+        &self.sync
+    }
+
+    /// The sync loop, to change (tests reach the dataplane through it).
+    pub fn sync_loop_mut(&mut self) -> &mut SyncLoop<D> {
+        &mut self.sync
+    }
+
+    /// Whether the first lists of Services, EndpointSlices and the Node
+    /// have all arrived.
+    pub fn synced(&self) -> bool {
+        self.cache.synced()
+    }
+
+    /// One watch update.
+    pub fn handle(&mut self, update: WatchUpdate) {
+        match update {
+            WatchUpdate::Begin(kind) => self.cache.begin_list(kind),
+            WatchUpdate::Listed(object) => self.cache.listed(object),
+            WatchUpdate::End(kind) => {
+                self.cache.end_list(kind);
+                tracing::info!(kind = ?kind, "list complete");
+            }
+            WatchUpdate::Applied(object) => {
+                self.cache.applied(object);
+            }
+            WatchUpdate::Deleted(object) => self.cache.deleted(&object),
+            WatchUpdate::Unreadable(error) => tracing::warn!(%error, "left out: the core cannot read it"),
+            WatchUpdate::Error(error) => {
+                self.metrics.record_api_error();
+                tracing::warn!(%error, "watch failed; reconnecting with backoff, the programmed state stays");
+            }
+        }
+    }
+
+    /// One step at `now`: what changed goes to the sync loop, and the syncs
+    /// that are due run. Nothing runs before the first complete lists.
+    pub async fn step(&mut self, now: Time) -> Vec<SyncReport> {
+        if !self.cache.synced() {
+            return Vec::new();
+        }
+        let mut reports = Vec::new();
+        if let Some(report) = self.sync.feed(&mut self.cache, now).await {
+            reports.push(report);
+        }
+        if let Some(report) = self.sync.tick(now).await {
+            reports.push(report);
+        }
+        for report in &reports {
+            self.plan_state_unsaved |= report.plan_state_changed;
+        }
+        self.save_plan_state();
+        reports
+    }
+
+    /// When the next step has something to do without a watch update:
+    /// `None` before the first lists (only updates can move things then).
+    pub fn next_wake(&self, now: Time) -> Option<Time> {
+        self.cache.synced().then(|| self.sync.next_due(now).max(now))
+    }
+
+    /// Writes the plan state if it has changes not saved yet (logged on
+    /// failure; tried again after the next sync).
+    pub fn save_plan_state(&mut self) {
+        let Some(path) = self.plan_state_file.as_deref().filter(|_| self.plan_state_unsaved) else {
+            return;
+        };
+        match state::save_plan_state(path, self.sync.plan_state()) {
+            Ok(()) => self.plan_state_unsaved = false,
+            Err(e) => tracing::error!(error = %e, "cannot save the plan state"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
