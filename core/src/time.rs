@@ -55,6 +55,47 @@ impl Time {
         )
     }
 
+    /// RFC 3339 with the milliseconds, trailing zeros dropped, as Go's
+    /// `time.Time` prints in JSON: `2026-11-24T19:04:29.5Z`.
+    pub fn rfc3339_nano(self) -> String {
+        let seconds = Time(self.0 / 1000 * 1000).rfc3339();
+        match self.0 % 1000 {
+            0 => seconds,
+            ms => {
+                let fraction = format!("{ms:03}");
+                format!("{}.{}Z", seconds.trim_end_matches('Z'), fraction.trim_end_matches('0'))
+            }
+        }
+    }
+
+    /// Parses RFC 3339 text in UTC (`2026-11-24T19:04:29Z`, fractions of
+    /// a second kept to the millisecond), as Kubernetes writes timestamps
+    /// such as `endpoints.kubernetes.io/last-change-trigger-time`.
+    pub fn parse_rfc3339(text: &str) -> Option<Time> {
+        let text = text.strip_suffix('Z')?;
+        let (date, clock) = text.split_once('T')?;
+        let mut d = date.split('-').map(|p| p.parse::<u64>().ok());
+        let (year, month, day) = (d.next()??, d.next()??, d.next()??);
+        let (clock, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+        let mut c = clock.split(':').map(|p| p.parse::<u64>().ok());
+        let (hour, minute, second) = (c.next()??, c.next()??, c.next()??);
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+            return None;
+        }
+        // Days since 1970-01-01 from the civil date (Howard Hinnant's method).
+        let y = if month <= 2 { year.checked_sub(1)? } else { year };
+        let era = y / 400;
+        let yoe = y - era * 400;
+        let mp = if month > 2 { month - 3 } else { month + 9 };
+        let doy = (153 * mp + 2) / 5 + day - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = (era * 146_097 + doe).checked_sub(719_468)?;
+        let millis: u64 = format!("{fraction:0<3}").get(..3)?.parse().ok()?;
+        Some(Time(
+            ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1000) + millis,
+        ))
+    }
+
     /// How long after `earlier` this time is (zero if it is not after it).
     pub fn since(self, earlier: Time) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0))
@@ -70,6 +111,20 @@ mod tests {
         assert_eq!(Time::ZERO.rfc3339(), "1970-01-01T00:00:00Z");
         assert_eq!(Time::from_secs(1_795_547_069).rfc3339(), "2026-11-24T19:04:29Z");
         assert_eq!(Time::from_secs(951_782_400).rfc3339(), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn rfc3339_round_trips_with_milliseconds() {
+        let t = Time(1_795_547_069_500);
+        assert_eq!(t.rfc3339_nano(), "2026-11-24T19:04:29.5Z");
+        assert_eq!(Time::from_secs(5).rfc3339_nano(), "1970-01-01T00:00:05Z");
+        assert_eq!(Time::parse_rfc3339("2026-11-24T19:04:29.5Z"), Some(t));
+        assert_eq!(
+            Time::parse_rfc3339("2000-02-29T00:00:00Z"),
+            Some(Time::from_secs(951_782_400))
+        );
+        assert_eq!(Time::parse_rfc3339("2026-13-01T00:00:00Z"), None);
+        assert_eq!(Time::parse_rfc3339("yesterday"), None);
     }
 
     #[test]

@@ -113,6 +113,8 @@ impl<D: Dataplane> ApiAgent<D> {
         if !self.cache.synced() {
             return Vec::new();
         }
+        self.metrics.kube_proxy.record_changes(self.cache.take_change_stats());
+        self.metrics.kube_proxy.set_node_eligible(self.cache.node_eligible());
         let mut reports = Vec::new();
         if let Some(report) = self.sync.feed(&mut self.cache, now).await {
             reports.push(report);

@@ -1,11 +1,13 @@
-//! A very small HTTP/1.1 server for `/healthz` (kube-proxy's semantics: 200
-//! with `{"lastUpdated", "currentTime"}` while the last successful sync is
-//! recent, 503 otherwise) and `/metrics` (Prometheus text). One request per
+//! A very small HTTP/1.1 server for `/healthz` and `/livez` (kube-proxy's
+//! semantics and JSON bodies: 503 once a change has waited for a sync
+//! longer than twice the sync period, and for `/healthz` also when the
+//! node is not eligible) and `/metrics` (Prometheus text). One request per
 //! connection, `GET` only; anything else gets 404 or 405.
 
+use crate::kube_proxy_metrics::wall_now;
 use crate::metrics::Metrics;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -15,11 +17,8 @@ const MAX_REQUEST: usize = 8 * 1024;
 /// What the server answers from.
 #[derive(Debug, Clone)]
 pub struct Endpoints {
-    /// The agent's counters and last sync.
+    /// The agent's counters and health.
     pub metrics: Arc<Metrics>,
-    /// `/healthz` is 200 while the last successful sync is at most this old
-    /// (kube-proxy: twice the sync period).
-    pub health_timeout: Duration,
 }
 
 /// Serves connections on `listener` until the task is dropped.
@@ -62,20 +61,19 @@ async fn answer(mut stream: TcpStream, endpoints: &Endpoints) -> std::io::Result
 fn route(method: &str, path: &str, endpoints: &Endpoints) -> (&'static str, &'static str, String) {
     const TEXT: &str = "text/plain; charset=utf-8";
     match (method, path) {
-        ("GET", "/healthz") => {
-            let now = SystemTime::now();
-            let last = endpoints.metrics.last_success();
-            let body = format!(
-                "{{\"lastUpdated\": \"{}\",\"currentTime\": \"{}\"}}",
-                last.map(rfc3339).unwrap_or_default(),
-                rfc3339(now)
-            );
-            let status = if endpoints.metrics.healthy(now, endpoints.health_timeout) {
+        ("GET", "/healthz" | "/livez") => {
+            let health = &endpoints.metrics.kube_proxy;
+            let answer = if path == "/healthz" {
+                health.healthz(wall_now())
+            } else {
+                health.livez(wall_now())
+            };
+            let status = if answer.healthy {
                 "200 OK"
             } else {
                 "503 Service Unavailable"
             };
-            (status, "application/json", body)
+            (status, "application/json", answer.body)
         }
         ("GET", "/metrics") => (
             "200 OK",
@@ -85,10 +83,6 @@ fn route(method: &str, path: &str, endpoints: &Endpoints) -> (&'static str, &'st
         ("GET", _) => ("404 Not Found", TEXT, "404 page not found\n".into()),
         _ => ("405 Method Not Allowed", TEXT, "only GET is supported\n".into()),
     }
-}
-
-fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
 }
 
 #[cfg(test)]
@@ -104,34 +98,40 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn healthz_and_metrics_on_an_ephemeral_port() {
+    async fn healthz_livez_and_metrics_on_an_ephemeral_port() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let metrics = Arc::new(Metrics::default());
+        let metrics = Arc::new(Metrics::new(Duration::from_secs(60)));
         let server = tokio::spawn(serve(
             listener,
             Endpoints {
                 metrics: metrics.clone(),
-                health_timeout: Duration::from_secs(60),
             },
         ));
         let req = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
 
-        let before = get(addr, &req("/healthz")).await;
-        assert!(before.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{before}");
-        assert!(before.contains("\"lastUpdated\": \"\""), "{before}");
-
-        metrics.record_sync(true, Duration::from_millis(2), &[], &[], Some(SystemTime::now()));
-        let after = get(addr, &req("/healthz")).await;
-        assert!(after.starts_with("HTTP/1.1 200 OK\r\n"), "{after}");
-        let body = after.split("\r\n\r\n").nth(1).unwrap();
+        metrics.kube_proxy.start(Vec::new(), wall_now());
+        let ok = get(addr, &req("/healthz")).await;
+        assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+        let body = ok.split("\r\n\r\n").nth(1).unwrap();
         let json: serde_json::Value = serde_json::from_str(body).unwrap();
         assert!(json["lastUpdated"].as_str().unwrap().ends_with('Z'), "{body}");
-        assert!(json["currentTime"].is_string());
+        assert_eq!(
+            (json["healthy"].clone(), json["nodeEligible"].clone()),
+            (true.into(), true.into())
+        );
 
+        // A change queued long ago and never synced: unhealthy.
+        metrics.kube_proxy.queued(svcnet_core::time::Time(0));
+        assert!(get(addr, &req("/livez"))
+            .await
+            .starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+
+        metrics.record_sync(true, Duration::from_millis(2), &[], &[], None);
         let m = get(addr, &req("/metrics?x=1")).await;
         assert!(m.starts_with("HTTP/1.1 200 OK\r\n"), "{m}");
         assert!(m.contains("\nipvs_agent_syncs_total{full=\"true\"} 1\n"), "{m}");
+        assert!(m.contains("\nkubeproxy_proxy_livez_total{code=\"503\"} 1\n"), "{m}");
 
         assert!(get(addr, &req("/nope")).await.starts_with("HTTP/1.1 404"));
         assert!(get(addr, "POST /metrics HTTP/1.1\r\n\r\n")

@@ -14,7 +14,8 @@
 //! - [`agent`]: `run`'s main loop: manifests, leases, syncs, state.
 //! - [`api_agent`]: `run`'s main loop in API mode: watch updates, syncs.
 //! - [`cleanup`]: `cleanup`: removing what the agent owns.
-//! - [`metrics`], [`http`]: `/metrics` and `/healthz`.
+//! - [`metrics`], [`kube_proxy_metrics`], [`http`]: `/metrics` (svcnet's
+//!   and kube-proxy's names), `/healthz` and `/livez`.
 //! - [`kubeapi`]: API mode: connecting to the apiserver, listing and
 //!   watching Services, EndpointSlices and the Node with kube-rs.
 //! - [`kernel`]: the Linux side: IPVS generic-netlink socket, `kube-ipvs0`
@@ -31,6 +32,7 @@ pub mod cluster;
 pub mod dataplane;
 pub mod http;
 pub mod kernel;
+pub mod kube_proxy_metrics;
 pub mod kubeapi;
 pub mod manifests;
 #[cfg(test)]

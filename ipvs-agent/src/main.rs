@@ -282,7 +282,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         proxy: proxy_config(common, args.drain_timeout.as_secs()),
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
     };
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
     let dataplane = run_dataplane(&args).await?;
     let mut agent = Agent::start(cluster, plan_state, dataplane, settings, metrics.clone(), clock.now())?;
 
@@ -345,7 +345,7 @@ async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
         plan_state_file,
     };
-    let metrics = Arc::new(Metrics::default());
+    let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
     let dataplane = run_dataplane(args).await?;
     tracing::info!(node = %settings.node_name, "API mode: waiting for the first lists of Services, EndpointSlices and the Node");
     let mut updates = kubeapi::watch::watch(client, &settings.node_name);
@@ -389,10 +389,7 @@ async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure
 /// Serves /healthz and /metrics on their addresses (logged when one
 /// cannot be bound).
 async fn serve_endpoints(args: &RunArgs, metrics: Arc<Metrics>) {
-    let endpoints = Endpoints {
-        metrics,
-        health_timeout: args.sync_period.saturating_mul(2),
-    };
+    let endpoints = Endpoints { metrics };
     for (what, addr) in [
         ("healthz", args.healthz_bind_address),
         ("metrics", args.metrics_bind_address),

@@ -1,7 +1,9 @@
-//! What the agent counts, and its Prometheus text rendering (`/metrics`),
-//! plus the health verdict behind `/healthz`. Shared between the sync loop
-//! (which records) and the HTTP server (which reads) through an `Arc`.
+//! What the agent counts under svcnet's own names (`ipvs_agent_*`), and
+//! the Prometheus text rendering of `/metrics`, kube-proxy's metrics
+//! ([`KubeProxyMetrics`]) included. Shared between the sync loop (which
+//! records) and the HTTP server (which reads) through an `Arc`.
 
+use crate::kube_proxy_metrics::KubeProxyMetrics;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -59,6 +61,8 @@ pub struct Metrics {
     virtual_servers: AtomicU64,
     real_servers: AtomicU64,
     draining: AtomicU64,
+    /// kube-proxy's metrics and the health behind `/healthz` and `/livez`.
+    pub kube_proxy: KubeProxyMetrics,
 }
 
 /// The desired table's size and the draining count, after a sync.
@@ -73,6 +77,15 @@ pub struct TableSize {
 }
 
 impl Metrics {
+    /// Metrics whose health turns bad when a change waits for a sync
+    /// longer than `health_timeout` (kube-proxy: twice the sync period).
+    pub fn new(health_timeout: Duration) -> Metrics {
+        Metrics {
+            kube_proxy: KubeProxyMetrics::new(health_timeout),
+            ..Metrics::default()
+        }
+    }
+
     /// Records one sync: its kind and duration, the operations applied and
     /// failed, and whether it succeeded entirely (at wall time `at`).
     pub fn record_sync(
@@ -129,21 +142,6 @@ impl Metrics {
             .store(size.virtual_servers as u64, Ordering::Relaxed);
         self.real_servers.store(size.real_servers as u64, Ordering::Relaxed);
         self.draining.store(size.draining as u64, Ordering::Relaxed);
-    }
-
-    /// When the last fully successful sync finished, if any.
-    pub fn last_success(&self) -> Option<SystemTime> {
-        match self.last_success_ms.load(Ordering::Relaxed) {
-            0 => None,
-            ms => Some(UNIX_EPOCH + Duration::from_millis(ms)),
-        }
-    }
-
-    /// kube-proxy's health verdict: healthy when the last successful sync
-    /// is at most `timeout` old at `now`.
-    pub fn healthy(&self, now: SystemTime, timeout: Duration) -> bool {
-        self.last_success()
-            .is_some_and(|at| now.duration_since(at).unwrap_or(Duration::ZERO) <= timeout)
     }
 
     /// Everything in the Prometheus text exposition format.
@@ -247,6 +245,7 @@ impl Metrics {
             "Removed real servers still draining at weight 0.",
             &plain(get(&self.draining)),
         );
+        self.kube_proxy.render(&mut out);
         out
     }
 }
@@ -283,15 +282,5 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
         }
-    }
-
-    #[test]
-    fn healthy_only_after_a_recent_successful_sync() {
-        let m = Metrics::default();
-        let now = SystemTime::now();
-        assert!(!m.healthy(now, Duration::from_secs(60)));
-        m.record_sync(true, Duration::ZERO, &[], &[], Some(now - Duration::from_secs(10)));
-        assert!(m.healthy(now, Duration::from_secs(60)));
-        assert!(!m.healthy(now, Duration::from_secs(5)));
     }
 }

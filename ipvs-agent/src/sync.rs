@@ -6,10 +6,13 @@
 //! core's (see `svcnet_core::proxy::sync_loop` for what they are).
 
 use crate::dataplane::Dataplane;
+use crate::kube_proxy_metrics::wall_now;
 use crate::metrics::{Metrics, TableSize};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use svcnet_core::api::{EndpointSlice, Service};
+use svcnet_core::family::IpFamily;
 use svcnet_core::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine};
 use svcnet_core::proxy::watch_cache::WatchCache;
 use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig, ProxyWarning};
@@ -59,6 +62,8 @@ impl<D: Dataplane> SyncLoop<D> {
         settings: SyncSettings,
         metrics: Arc<Metrics>,
     ) -> SyncLoop<D> {
+        let families = node.ips.iter().map(|ip| IpFamily::of(*ip)).collect::<BTreeSet<_>>();
+        metrics.kube_proxy.start(families.into_iter().collect(), wall_now());
         SyncLoop {
             dataplane,
             machine: SyncMachine::new(proxy, node, settings),
@@ -111,6 +116,7 @@ impl<D: Dataplane> SyncLoop<D> {
         node: NodeInfo,
     ) {
         self.machine.rebuild(services, slices, node);
+        self.metrics.kube_proxy.queued(wall_now());
     }
 
     /// Recomputes one Service (`namespace/name`) with its slices (sorted by
@@ -118,6 +124,7 @@ impl<D: Dataplane> SyncLoop<D> {
     /// at the next partial sync.
     pub fn update_service(&mut self, key: &str, service: Option<(&Service, &[&EndpointSlice])>) {
         self.machine.update_service(key, service);
+        self.metrics.kube_proxy.queued(wall_now());
     }
 
     /// When the next sync is due, given the time now.
@@ -193,6 +200,9 @@ impl<D: Dataplane> SyncLoop<D> {
 
     /// Metrics and a log line for a finished sync.
     fn record(&mut self, report: svcnet_core::proxy::sync_loop::SyncReport, duration: Duration) -> SyncReport {
+        self.metrics
+            .kube_proxy
+            .synced(report.full, duration, report.succeeded(), wall_now());
         if let Some(error) = &report.read_error {
             self.metrics.record_netlink_error();
             let retry = report.retry_at.map(|t| t.since(report.started)).unwrap_or_default();

@@ -20,7 +20,7 @@
 #   e  the agent restarted during an open connection: it lives on, no changes
 #   f  a virtual server deleted by hand comes back within the sync period
 #   h  a bad manifest: reported with file and field, the rules stay
-#   http  /healthz and /metrics
+#   http  /healthz, /livez and /metrics (svcnet's and kube-proxy's names)
 #   g  a foreign virtual server is left alone, by run and by cleanup
 #   dual-stack  IPv6 and IPv4, TCP and UDP, ClusterIPs and NodePorts
 #              (tests/vm/manifests/dual-stack.yaml)
@@ -253,7 +253,7 @@ bad_manifest() {
     vm_check_eq h-fixed-same-rules "$before" "$(vm_ipvs_save)"
 }
 
-# /healthz (127.0.0.1:10256) and /metrics (127.0.0.1:10249) of the running agent.
+# /healthz and /livez (127.0.0.1:10256) and /metrics (127.0.0.1:10249) of the running agent.
 http() {
     local health metrics
     health="$(vm_http_get 127.0.0.1:10256 /healthz)"
@@ -263,6 +263,11 @@ http() {
     vm_check_eq http-metrics-200 200 "$(head -n 1 <<<"$metrics" | awk '{ print $2 }')"
     grep -v '^#' <<<"$metrics" | grep . | tail -n +2 | head -n 20
     vm_check http-metrics-prometheus-text grep -q '^# TYPE ' <<<"$metrics"
+    vm_check http-metrics-kube-proxy-names grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds ' <<<"$metrics"
+    local livez
+    livez="$(vm_http_get 127.0.0.1:10256 /livez)"
+    vm_check_eq http-livez-200 200 "$(head -n 1 <<<"$livez" | awk '{ print $2 }')"
+    vm_check http-livez-kube-proxy-body grep -q '"healthy":true' <<<"$livez"
 }
 
 # g) Foreign virtual servers: never touched by run, left by cleanup.

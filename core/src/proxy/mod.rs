@@ -15,6 +15,7 @@
 //! - [`kube_proxy_config`]: kube-proxy's `--config` file, read, defaulted
 //!   and validated as kube-proxy reads it for IPVS mode ([`go_duration`]:
 //!   its duration text).
+//! - [`health`]: kube-proxy's `/healthz` and `/livez` verdicts and bodies.
 //! - [`sync_loop`]: the sync loop as a state machine: when to read the
 //!   kernel, plan, apply and retry, with time passed in.
 //! - [`watch_cache`]: what kube-proxy's informers hold in API mode, and
@@ -26,6 +27,7 @@ pub mod categorize;
 pub mod desired;
 pub mod error;
 pub mod go_duration;
+pub mod health;
 pub mod index;
 pub mod kube_proxy_config;
 pub mod node;

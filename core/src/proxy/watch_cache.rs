@@ -91,7 +91,31 @@ pub struct WatchCache {
     node_changed: bool,
     /// Whether the machine has been fed (the first lists were complete).
     fed: bool,
+    /// kube-proxy's change counts since [`WatchCache::take_change_stats`].
+    stats: ChangeStats,
 }
+
+/// kube-proxy's change counts: events since the last take, the Services
+/// with changes not synced yet, and the `last-change-trigger-time` of the
+/// EndpointSlices that changed (for its network programming latency).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeStats {
+    /// Service events (`kubeproxy_sync_proxy_rules_service_changes_total`).
+    pub service_changes: u64,
+    /// EndpointSlice events (`..._endpoint_changes_total`).
+    pub endpoint_changes: u64,
+    /// Services whose Service changed.
+    pub pending_services: BTreeSet<String>,
+    /// Services whose EndpointSlices changed.
+    pub pending_endpoints: BTreeSet<String>,
+    /// When the endpoint changes were triggered
+    /// (`endpoints.kubernetes.io/last-change-trigger-time`).
+    pub trigger_times: Vec<Time>,
+}
+
+/// The annotation the EndpointSlice controller stamps with the time of the
+/// change that made it write the slice.
+pub const LAST_CHANGE_TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
 impl WatchCache {
     /// An empty cache for the node `node_name`.
@@ -108,6 +132,7 @@ impl WatchCache {
             changed: BTreeSet::new(),
             node_changed: false,
             fed: false,
+            stats: ChangeStats::default(),
         }
     }
 
@@ -198,6 +223,8 @@ impl WatchCache {
                 }
                 if self.services.get(&key) != Some(&svc) {
                     self.changed.insert(key.clone());
+                    self.stats.service_changes += 1;
+                    self.stats.pending_services.insert(key.clone());
                     self.services.insert(key.clone(), *svc);
                 }
                 Some(key)
@@ -213,6 +240,7 @@ impl WatchCache {
                         self.changed.insert(service_of(old));
                     }
                     self.changed.insert(service_of(&slice));
+                    self.note_endpoint_change(&slice);
                     self.slices.insert(key.clone(), *slice);
                 }
                 Some(key)
@@ -251,11 +279,14 @@ impl WatchCache {
             WatchedKind::Service => {
                 if self.services.remove(key).is_some() {
                     self.changed.insert(key.to_string());
+                    self.stats.service_changes += 1;
+                    self.stats.pending_services.insert(key.to_string());
                 }
             }
             WatchedKind::EndpointSlice => {
                 if let Some(old) = self.slices.remove(key) {
                     self.changed.insert(service_of(&old));
+                    self.note_endpoint_change(&old);
                 }
             }
             WatchedKind::Node => {
@@ -264,6 +295,29 @@ impl WatchCache {
                 }
             }
         }
+    }
+
+    fn note_endpoint_change(&mut self, slice: &EndpointSlice) {
+        self.stats.endpoint_changes += 1;
+        self.stats.pending_endpoints.insert(service_of(slice));
+        if let Some(at) = slice
+            .metadata
+            .annotations
+            .get(LAST_CHANGE_TRIGGER_TIME)
+            .and_then(|t| Time::parse_rfc3339(t))
+        {
+            self.stats.trigger_times.push(at);
+        }
+    }
+
+    /// The change counts since the last call, which starts them again.
+    pub fn take_change_stats(&mut self) -> ChangeStats {
+        std::mem::take(&mut self.stats)
+    }
+
+    /// Whether the node may take traffic ([`super::health::node_eligible`]).
+    pub fn node_eligible(&self) -> bool {
+        super::health::node_eligible(self.node.as_ref())
     }
 
     /// Hands what changed to `machine`. Nothing happens before the first

@@ -250,3 +250,28 @@ fn changes_after_the_first_sync_reach_the_machine_one_service_at_a_time() {
         .all(|op| matches!(op, Operation::AddRealServer { virtual_server, .. } if virtual_server.address.to_string() == "10.96.0.20")));
     assert_eq!(&kernel, m.desired());
 }
+
+#[test]
+fn change_counts_and_trigger_times_follow_kube_proxy() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    list_all(&mut cache, &cp, &ALL);
+    let listed = cache.take_change_stats();
+    assert_eq!((listed.service_changes, listed.endpoint_changes), (3, 3));
+    let mut slice = cp.endpoint_slices_for("default", "web")[0].clone();
+    slice
+        .metadata
+        .annotations
+        .insert(LAST_CHANGE_TRIGGER_TIME.into(), "2026-11-24T19:04:29Z".into());
+    cache.applied(Watched::EndpointSlice(Box::new(slice.clone())));
+    cache.applied(Watched::EndpointSlice(Box::new(slice)));
+    let stats = cache.take_change_stats();
+    assert_eq!(
+        (stats.service_changes, stats.endpoint_changes),
+        (0, 1),
+        "an unchanged slice is no change"
+    );
+    assert_eq!(stats.pending_endpoints, BTreeSet::from(["default/web".to_string()]));
+    assert_eq!(stats.trigger_times, [Time::from_secs(1_795_547_069)]);
+    assert!(cache.node_eligible());
+}
