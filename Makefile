@@ -102,7 +102,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance vm-smoke vm-kernel vm-ipvsadm vm-agent
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
@@ -113,7 +113,7 @@ tour: ## The narrated tour of the core alone (no kernel): CIDRs, ClusterIPs, End
 
 # Real Kubernetes as the reference (scripts/k8s.sh, tests/k8s/): v1.37.2
 # built from the Go module proxy, cached by version outside the repo.
-.PHONY: k8s k8s-up k8s-down k8s-conformance
+.PHONY: k8s k8s-up k8s-down k8s-conformance k8s-deploy-check
 k8s: ## Build kube-apiserver, kube-controller-manager, kube-proxy, kubectl v1.37.2 and etcd (cached in ~/.cache/svcnet/k8s)
 	$(step)
 	scripts/k8s.sh build
@@ -127,6 +127,11 @@ k8s-down: ## Stop the control plane k8s-up started and remove its data
 k8s-conformance: k8s ## svcnet's core against the real kube-apiserver and kube-controller-manager: tests/k8s/cases, report in target/k8s/conformance.md
 	$(step)
 	$(CARGO) run -q -p svcnet-k8s-conformance
+
+k8s-deploy-check: k8s ## deploy/ through kubectl apply --dry-run=server, and ipvs-agent plan --kubeconfig on a real cluster made from examples/
+	$(step)
+	$(CARGO) build -q -p ipvs-agent
+	tests/k8s/deploy-check.sh target/debug/ipvs-agent
 
 .PHONY: vm-smoke
 vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (installs what it needs)

@@ -283,7 +283,7 @@ cmd_up() {
         --client-ca-file "$RUN/pki/ca.crt" \
         --service-account-issuer https://kubernetes.default.svc.cluster.local \
         --service-account-key-file "$RUN/pki/sa.pub" --service-account-signing-key-file "$RUN/pki/sa.key" \
-        --authorization-mode Node,RBAC --disable-admission-plugins ServiceAccount \
+        --authorization-mode Node,RBAC --disable-admission-plugins ServiceAccount --allow-privileged=true \
         "${range_flag[@]}" --service-node-port-range "$node_ports"
 
     local server="https://127.0.0.1:$api_port"

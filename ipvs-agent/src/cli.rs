@@ -86,6 +86,15 @@ pub enum Command {
                             Needs CAP_NET_ADMIN."
     )]
     Cleanup(CleanupArgs),
+    /// Set the sysctls kube-proxy's IPVS mode needs, then exit.
+    #[command(
+        long_about = "Set the sysctls kube-proxy's IPVS mode needs (net.ipv4.vs.conntrack=1, \
+                      net.ipv4.vs.expire_nodest_conn=1, net.ipv4.vs.expire_quiescent_template=1, \
+                      net.ipv4.ip_forward=1, and with --ipvs-strict-arp arp_ignore=1 and arp_announce=2), then \
+                      exit. For a privileged init container: /proc/sys is read-only in unprivileged ones, so the \
+                      agent itself can then run with CAP_NET_ADMIN alone and --skip-sysctls."
+    )]
+    Sysctls(SysctlsArgs),
 }
 
 impl Command {
@@ -95,6 +104,7 @@ impl Command {
             Command::Plan(a) => &a.common,
             Command::Run(a) => &a.common,
             Command::Cleanup(a) => &a.common,
+            Command::Sysctls(a) => &a.common,
         }
     }
 }
@@ -234,6 +244,7 @@ impl Command {
             Command::Plan(a) => &mut a.common,
             Command::Run(a) => &mut a.common,
             Command::Cleanup(a) => &mut a.common,
+            Command::Sysctls(a) => &mut a.common,
         }
     }
 }
@@ -298,6 +309,17 @@ pub struct CleanupArgs {
     /// The flags every command shares.
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `sysctls`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct SysctlsArgs {
+    /// The flags every command shares.
+    #[command(flatten)]
+    pub common: Common,
+    /// Also set arp_ignore=1 and arp_announce=2 on all interfaces (kube-proxy's --ipvs-strict-arp).
+    #[arg(long)]
+    pub ipvs_strict_arp: bool,
 }
 
 /// `plan --format`.

@@ -58,6 +58,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan(&args),
         Command::Run(args) => runtime().and_then(|rt| rt.block_on(run(args))),
         Command::Cleanup(args) => runtime().and_then(|rt| rt.block_on(cleanup_command(&args.common))),
+        Command::Sysctls(args) => sysctls_command(args.ipvs_strict_arp),
     };
     match result {
         Ok(code) => code,
@@ -447,6 +448,16 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `sysctls`: kube-proxy's IPVS sysctls, each change logged.
+fn sysctls_command(strict_arp: bool) -> Result<ExitCode, Failure> {
+    let changes = apply_sysctls(strict_arp).map_err(|e| failure(e, 1))?;
+    for change in &changes {
+        tracing::info!(key = change.key, old = %change.old, new = %change.new, "sysctl set");
+    }
+    tracing::info!(changed = changes.len(), "sysctls in place");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The Linux dataplane (IPVS over generic netlink, `kube-ipvs0` over

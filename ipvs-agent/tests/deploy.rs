@@ -1,6 +1,10 @@
-//! `deploy/daemonset.yaml` stays in step with the binary: every argument the
-//! DaemonSet passes is one `ipvs-agent run` accepts, and the manifests its
-//! ConfigMap ships pass `ipvs-agent plan`.
+//! `deploy/` stays in step with the binary. The API-mode DaemonSet
+//! (`daemonset.yaml`): its arguments are ones `ipvs-agent run` accepts, its
+//! KubeProxyConfiguration reads without a warning, the agent runs
+//! unprivileged with CAP_NET_ADMIN, and its RBAC only reads. The standalone
+//! one (`daemonset-standalone.yaml`): its arguments are accepted and the
+//! manifests its ConfigMap ships pass `ipvs-agent plan`. `make
+//! k8s-deploy-check` applies both to a real apiserver with `--dry-run=server`.
 
 use clap::Parser;
 use ipvs_agent::cli::{Cli, Command};
@@ -8,26 +12,24 @@ use serde_yaml_ng::Value;
 use std::path::Path;
 use std::process::Command as Process;
 
-fn documents() -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/daemonset.yaml");
+fn documents(file: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy").join(file);
     let text = std::fs::read_to_string(path).unwrap();
     serde_yaml_ng::Deserializer::from_str(&text)
         .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
         .collect()
 }
 
-fn of_kind(kind: &str) -> Value {
-    documents()
+fn of_kind(file: &str, kind: &str) -> Value {
+    documents(file)
         .into_iter()
         .find(|d| d["kind"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} in deploy/daemonset.yaml"))
+        .unwrap_or_else(|| panic!("no {kind} in deploy/{file}"))
 }
 
-#[test]
-fn the_daemonset_arguments_are_accepted_by_run() {
-    let daemonset = of_kind("DaemonSet");
-    let container = &daemonset["spec"]["template"]["spec"]["containers"][0];
-    let args: Vec<String> = container["args"]
+/// The arguments of a container, as the kubelet passes them.
+fn arguments(container: &Value) -> Vec<String> {
+    container["args"]
         .as_sequence()
         .unwrap()
         .iter()
@@ -38,10 +40,70 @@ fn the_daemonset_arguments_are_accepted_by_run() {
                 .replace("$(NODE_NAME)", "node-a")
                 .replace("$(NODE_IP)", "192.168.0.10")
         })
-        .collect();
-    let cli = Cli::try_parse_from(std::iter::once("ipvs-agent".to_string()).chain(args.clone()))
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        .collect()
+}
+
+fn parse(args: &[String]) -> Cli {
+    Cli::try_parse_from(std::iter::once("ipvs-agent".to_string()).chain(args.iter().cloned()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+#[test]
+fn the_api_mode_daemonset_runs_unprivileged_with_kube_proxys_configuration() {
+    const FILE: &str = "daemonset.yaml";
+    let pod = &of_kind(FILE, "DaemonSet")["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "ipvs-agent");
+    let container = &pod["containers"][0];
+    let mut args = arguments(container);
+    // The configuration comes from the ConfigMap, mounted at /etc/ipvs-agent.
+    let dir = tempfile::tempdir().unwrap();
+    let config = of_kind(FILE, "ConfigMap");
+    let text = config["data"]["config.yaml"].as_str().unwrap();
+    std::fs::write(dir.path().join("config.yaml"), text).unwrap();
+    for arg in &mut args {
+        *arg = arg.replace("/etc/ipvs-agent", dir.path().to_str().unwrap());
+    }
+    let mut cli = parse(&args);
+    let warnings = cli.command.apply_kube_proxy_config().unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
     let Command::Run(run) = cli.command else {
+        panic!("the DaemonSet does not start `run`: {args:?}");
+    };
+    assert_eq!(run.common.node_name.as_deref(), Some("node-a"));
+    assert!(run.common.manifests.is_empty() && run.skip_sysctls);
+    assert_eq!(run.healthz_bind_address.to_string(), "0.0.0.0:10256");
+    for probe in ["livenessProbe", "readinessProbe"] {
+        let port = &container[probe]["httpGet"]["port"];
+        assert_eq!(
+            port.as_u64(),
+            Some(u64::from(run.healthz_bind_address.port())),
+            "{probe}"
+        );
+    }
+    let security = &container["securityContext"];
+    assert_eq!(security["privileged"], false);
+    assert_eq!(security["capabilities"]["add"][0], "NET_ADMIN");
+    let init = &pod["initContainers"][0];
+    assert!(matches!(parse(&arguments(init)).command, Command::Sysctls(_)));
+
+    let role = of_kind(FILE, "ClusterRole");
+    for rule in role["rules"].as_sequence().unwrap() {
+        let verbs: Vec<&str> = rule["verbs"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(verbs, ["get", "list", "watch"], "read only");
+    }
+}
+
+#[test]
+fn the_standalone_daemonset_arguments_are_accepted_by_run() {
+    let daemonset = of_kind("daemonset-standalone.yaml", "DaemonSet");
+    let container = &daemonset["spec"]["template"]["spec"]["containers"][0];
+    let args = arguments(container);
+    let Command::Run(run) = parse(&args).command else {
         panic!("the DaemonSet does not start `run`: {args:?}");
     };
     assert_eq!(run.common.node_name.as_deref(), Some("node-a"));
@@ -58,8 +120,8 @@ fn the_daemonset_arguments_are_accepted_by_run() {
 }
 
 #[test]
-fn the_configmap_manifests_plan_cleanly() {
-    let config_map = of_kind("ConfigMap");
+fn the_standalone_configmap_manifests_plan_cleanly() {
+    let config_map = of_kind("daemonset-standalone.yaml", "ConfigMap");
     let dir = tempfile::tempdir().unwrap();
     let data = config_map["data"].as_mapping().unwrap();
     assert!(!data.is_empty());
