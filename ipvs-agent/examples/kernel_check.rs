@@ -879,6 +879,7 @@ async fn converge() -> Outcome {
         drain_timeout: std::time::Duration::from_secs(600),
         node_ips: vec!["192.0.2.10".parse().map_err(|e| format!("{e}"))?],
         node_port_range: PortRange::DEFAULT,
+        exclude_cidrs: Vec::new(),
     };
     let mut state = PlanState::default();
     let mut changed = plan_table();

@@ -162,9 +162,14 @@ pub struct Common {
     /// --node-ip wins over it.
     #[arg(long, value_name = "CIDR,...", value_delimiter = ',', value_parser = parse_node_port_address)]
     pub nodeport_addresses: Vec<String>,
+    /// Virtual servers on addresses inside these CIDRs are never deleted (or their addresses unbound)
+    /// unless wanted, as kube-proxy's --ipvs-exclude-cidrs: for IPVS rules other software keeps on
+    /// kube-ipvs0 addresses.
+    #[arg(long, value_name = "CIDR,...", value_delimiter = ',', value_parser = parse_cidr)]
+    pub ipvs_exclude_cidrs: Vec<ipnetwork::IpNetwork>,
     /// A kube-proxy configuration file (KubeProxyConfiguration, kubeproxy.config.k8s.io/v1alpha1),
     /// read as kube-proxy reads it: its values win over the flags. Used: ipvs.scheduler,
-    /// ipvs.syncPeriod, ipvs.minSyncPeriod, ipvs.strictARP, the ipvs timeouts, hostnameOverride,
+    /// ipvs.syncPeriod, ipvs.minSyncPeriod, ipvs.excludeCIDRs, ipvs.strictARP, the ipvs timeouts, hostnameOverride,
     /// clientConnection.kubeconfig, healthzBindAddress, metricsBindAddress, nodePortAddresses; every
     /// other field is validated and reported as not used.
     #[arg(long, value_name = "FILE")]
@@ -226,6 +231,9 @@ impl Command {
         }
         if !settings.node_port_addresses.is_empty() {
             common.nodeport_addresses = settings.node_port_addresses;
+        }
+        if !settings.exclude_cidrs.is_empty() {
+            common.ipvs_exclude_cidrs = settings.exclude_cidrs;
         }
         if let Command::Run(run) = self {
             run.sync_period = nanos(settings.sync_period_nanos);
@@ -357,6 +365,10 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 0s, 900s, 15m)"))
 }
 
+fn parse_cidr(text: &str) -> Result<ipnetwork::IpNetwork, String> {
+    text.parse().map_err(|_| "must be a valid CIDR".to_string())
+}
+
 fn parse_node_port_address(text: &str) -> Result<String, String> {
     let keyword = matches!(text, "primary" | "localhost" | "all");
     if keyword || (text.contains('/') && text.parse::<ipnetwork::IpNetwork>().is_ok()) {
@@ -412,6 +424,8 @@ mod tests {
             "900s",
             "--nodeport-addresses",
             "192.168.0.0/24,primary",
+            "--ipvs-exclude-cidrs",
+            "10.200.0.0/16",
             "--kubeconfig",
             "/etc/kubernetes/proxy.conf",
         ])
@@ -428,6 +442,10 @@ mod tests {
         );
         assert_eq!(run.ipvs_tcp_timeout, Duration::from_secs(900));
         assert_eq!(run.common.nodeport_addresses, ["192.168.0.0/24", "primary"]);
+        assert_eq!(
+            run.common.ipvs_exclude_cidrs,
+            ["10.200.0.0/16".parse::<ipnetwork::IpNetwork>().unwrap()]
+        );
         assert!(run.common.api_source().is_some());
         let err = parse(&["plan", "--nodeport-addresses", "bogus"]).unwrap_err();
         assert!(err.contains("must be a valid CIDR or one of the keywords"), "{err}");

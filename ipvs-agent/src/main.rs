@@ -130,6 +130,7 @@ fn proxy_config(common: &Common, drain_timeout_seconds: u64) -> ProxyConfig {
         scheduler: common.scheduler.clone(),
         node_port_range: common.service_node_port_range,
         drain_timeout_seconds,
+        exclude_cidrs: common.ipvs_exclude_cidrs.clone(),
         ..ProxyConfig::default()
     }
 }

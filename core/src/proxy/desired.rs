@@ -54,6 +54,11 @@ pub struct ProxyConfig {
     /// How long a removed TCP real server with connections may drain (at
     /// weight 0) before it is deleted anyway. Default 600 s.
     pub drain_timeout_seconds: u64,
+    /// `--ipvs-exclude-cidrs`: virtual servers on these addresses are never
+    /// deleted, even on an address bound on `kube-ipvs0` (kube-proxy's
+    /// protection for IPVS rules other software keeps there).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude_cidrs: Vec<ipnetwork::IpNetwork>,
 }
 
 impl Default for ProxyConfig {
@@ -63,6 +68,7 @@ impl Default for ProxyConfig {
             sh_port: false,
             node_port_range: PortRange::DEFAULT,
             drain_timeout_seconds: 600,
+            exclude_cidrs: Vec::new(),
         }
     }
 }

@@ -6,13 +6,12 @@
 //! not act on are reported too, so nothing is silently ignored.
 //!
 //! What svcnet takes from it ([`ProxySettings`]): the IPVS scheduler, sync
-//! periods, strict ARP and timeouts; `hostnameOverride`;
+//! periods, exclude CIDRs, strict ARP and timeouts; `hostnameOverride`;
 //! `clientConnection.kubeconfig`; the healthz and metrics addresses (and
 //! the bind address their defaults follow); `nodePortAddresses`. The rest
 //! is validated as kube-proxy validates it and reported as not used:
-//! `ipvs.excludeCIDRs`, `clusterCIDR` and `detectLocalMode` among them
-//! (svcnet programs no masquerade rules yet and never touches virtual
-//! servers it does not own).
+//! `clusterCIDR` and `detectLocalMode` among them (svcnet programs no
+//! masquerade rules yet).
 
 use super::go_duration;
 use crate::field::{BadValue, FieldError, FieldPath};
@@ -69,6 +68,8 @@ pub struct ProxySettings {
     pub sync_period_nanos: i128,
     /// `ipvs.minSyncPeriod` (0 by default), in nanoseconds.
     pub min_sync_period_nanos: i128,
+    /// `ipvs.excludeCIDRs`: virtual servers there are never deleted.
+    pub exclude_cidrs: Vec<IpNetwork>,
     /// `ipvs.strictARP`.
     pub strict_arp: bool,
     /// `ipvs.tcpTimeout`, `tcpFinTimeout`, `udpTimeout` in nanoseconds (0:
@@ -169,6 +170,7 @@ const USED: &[&str] = &[
     "ipvs.syncPeriod",
     "ipvs.minSyncPeriod",
     "ipvs.scheduler",
+    "ipvs.excludeCIDRs",
     "ipvs.strictARP",
     "ipvs.tcpTimeout",
     "ipvs.tcpFinTimeout",
@@ -640,6 +642,7 @@ impl Config {
                 .unwrap_or_else(|| "rr".into()),
             sync_period_nanos: self.sync_period,
             min_sync_period_nanos: self.min_sync_period,
+            exclude_cidrs: self.exclude_cidrs.iter().filter_map(|c| parse_cidr(c)).collect(),
             strict_arp: self.strict_arp,
             ipvs_timeouts_nanos: self.ipvs_timeouts,
             node_port_addresses: self.node_port_addresses.clone(),

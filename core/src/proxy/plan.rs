@@ -193,6 +193,9 @@ pub struct PlanContext {
     pub node_ips: Vec<IpAddr>,
     /// The NodePort range.
     pub node_port_range: PortRange,
+    /// Addresses whose virtual servers are never deleted
+    /// (`--ipvs-exclude-cidrs`), unless wanted.
+    pub exclude_cidrs: Vec<ipnetwork::IpNetwork>,
 }
 
 impl PlanContext {
@@ -203,18 +206,27 @@ impl PlanContext {
             drain_timeout: config.drain_timeout(),
             node_ips: node.ips.clone(),
             node_port_range: config.node_port_range,
+            exclude_cidrs: config.exclude_cidrs.clone(),
         }
     }
 
-    /// True when the proxy manages this virtual server: it wants it, it is
-    /// on an address bound (or to be bound) on `kube-ipvs0`, it is a
-    /// NodePort on a node address, or an earlier plan claimed it.
+    /// Whether `address` lies in `--ipvs-exclude-cidrs`: nothing there is
+    /// deleted or unbound unless wanted, as kube-proxy leaves it.
+    pub fn excluded(&self, address: IpAddr) -> bool {
+        self.exclude_cidrs.iter().any(|c| c.contains(address))
+    }
+
+    /// True when the proxy manages this virtual server: it wants it, or
+    /// (outside the exclude CIDRs) it is on an address bound (or to be
+    /// bound) on `kube-ipvs0`, it is a NodePort on a node address, or an
+    /// earlier plan claimed it.
     pub fn owns(&self, key: &VirtualServerKey, observed: &IpvsTable, desired: &IpvsTable, state: &PlanState) -> bool {
         desired.virtual_servers.contains_key(key)
-            || observed.addresses.contains(&key.address)
-            || desired.addresses.contains(&key.address)
-            || (self.node_ips.contains(&key.address) && self.node_port_range.contains(key.port))
-            || state.claimed.contains(key)
+            || (!self.excluded(key.address)
+                && (observed.addresses.contains(&key.address)
+                    || desired.addresses.contains(&key.address)
+                    || (self.node_ips.contains(&key.address) && self.node_port_range.contains(key.port))
+                    || state.claimed.contains(key)))
     }
 }
 
@@ -229,7 +241,9 @@ pub fn plan(observed: &IpvsTable, desired: &IpvsTable, state: &PlanState, ctx: &
         planner.virtual_server(key, o, d);
     }
     for address in observed.addresses.difference(&desired.addresses) {
-        planner.unbinds.push(Operation::UnbindAddress { address: *address });
+        if !ctx.excluded(*address) {
+            planner.unbinds.push(Operation::UnbindAddress { address: *address });
+        }
     }
     planner.finish()
 }
@@ -254,7 +268,7 @@ pub fn plan_changes(
         let bound = observed.addresses.contains(address);
         if wanted && !bound {
             planner.binds.push(Operation::BindAddress { address: *address });
-        } else if bound && !wanted {
+        } else if bound && !wanted && !ctx.excluded(*address) {
             planner.unbinds.push(Operation::UnbindAddress { address: *address });
             keys.extend(observed.virtual_servers_on(*address).map(|(k, _)| *k));
         }
@@ -490,11 +504,37 @@ mod tests {
             drain_timeout: Duration::from_secs(600),
             node_ips: vec!["192.168.0.10".parse().expect("ip")],
             node_port_range: PortRange::DEFAULT,
+            exclude_cidrs: Vec::new(),
         }
     }
 
     fn text(plan: &Plan) -> Vec<String> {
         plan.operations.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn virtual_servers_in_exclude_cidrs_are_left_unless_wanted() {
+        // Someone else's rules on an address bound on kube-ipvs0.
+        let observed = table(
+            &[("TCP/10.200.0.5:80", &["10.1.0.1:80"]), ("TCP/10.96.0.9:80", &[])],
+            &["10.200.0.5", "10.96.0.9"],
+        );
+        let desired = table(&[], &[]);
+        let excluded = PlanContext {
+            exclude_cidrs: vec!["10.200.0.0/16".parse().expect("cidr")],
+            ..ctx(0)
+        };
+        assert_eq!(
+            text(&plan(&observed, &desired, &PlanState::default(), &excluded)),
+            ["-D -t 10.96.0.9:80", "ip addr del 10.96.0.9/32 dev kube-ipvs0"],
+            "the excluded virtual server and its address stay"
+        );
+        let wanted = table(&[("TCP/10.200.0.5:80", &["10.1.0.2:80"])], &["10.200.0.5"]);
+        let ops = text(&plan(&observed, &wanted, &PlanState::default(), &excluded));
+        assert!(
+            ops.contains(&"-d -t 10.200.0.5:80 -r 10.1.0.1:80".to_string()),
+            "{ops:?}"
+        );
     }
 
     #[test]

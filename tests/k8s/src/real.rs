@@ -183,14 +183,7 @@ impl RealCluster {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start kube-proxy: {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_at_most(&mut child, Duration::from_secs(15))?;
         let out = child.wait_with_output().map_err(|e| e.to_string())?;
         let _ = std::fs::remove_dir_all(&dir);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -233,17 +226,10 @@ impl RealCluster {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start kube-apiserver: {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if child.try_wait().map_err(|e| e.to_string())?.is_some() {
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if !wait_at_most(&mut child, Duration::from_secs(10))? {
+            // Still running: it started.
+            let _ = child.wait();
+            return Ok(None);
         }
         let out = child.wait_with_output().map_err(|e| e.to_string())?;
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -271,6 +257,20 @@ fn api_message(stderr: &str) -> String {
 }
 
 /// The `err="..."` of klog's `"command failed"` line, unquoted.
+/// Waits for `child` to exit, at most `limit`; kills it then. Whether it
+/// exited by itself.
+fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> Result<bool, String> {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(true)
+}
+
 /// The `err="..."` text of the klog line holding `marker`.
 fn klog_err(stderr: &str, marker: &str) -> Option<String> {
     let line = stderr.lines().find(|l| l.contains(marker))?;

@@ -29,6 +29,7 @@ fn ipvs_fields_are_read() {
     assert_eq!(s.hostname_override.as_deref(), Some("node-a"));
     assert_eq!(s.kubeconfig.as_deref(), Some("/etc/kube/proxy.conf"));
     assert_eq!((s.scheduler.as_str(), s.strict_arp), ("wrr", true));
+    assert_eq!(s.exclude_cidrs, vec!["10.1.0.0/16".parse::<IpNetwork>().unwrap()]);
     assert_eq!(
         (s.sync_period_nanos, s.min_sync_period_nanos),
         (60 * SECOND, 2 * SECOND)

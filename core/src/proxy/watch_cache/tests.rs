@@ -106,6 +106,20 @@ fn addresses(ops: &[Operation]) -> BTreeSet<String> {
         .collect()
 }
 
+/// A cache, machine and kernel after the first lists and the first two
+/// syncs (`kubernetes`, then the rest).
+fn programmed(cp: &ControlPlane) -> (WatchCache, SyncMachine, IpvsTable) {
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    list_all(&mut cache, cp, &ALL);
+    let mut kernel = IpvsTable::default();
+    cache.feed(&mut m, t(0));
+    serve(&mut m, &mut kernel, t(0));
+    m.handle_timeout(t(1));
+    serve(&mut m, &mut kernel, t(1));
+    (cache, m, kernel)
+}
+
 #[test]
 fn nothing_is_fed_before_every_first_list_is_complete() {
     let cp = cluster();
@@ -144,14 +158,7 @@ fn kubernetes_is_programmed_first_and_alone_then_the_rest() {
 #[test]
 fn a_relist_removes_nothing_until_it_is_complete() {
     let mut cp = cluster();
-    let mut cache = WatchCache::new("node-a");
-    let mut m = machine();
-    list_all(&mut cache, &cp, &ALL);
-    let mut kernel = IpvsTable::default();
-    cache.feed(&mut m, t(0));
-    serve(&mut m, &mut kernel, t(0));
-    m.handle_timeout(t(1));
-    serve(&mut m, &mut kernel, t(1));
+    let (mut cache, mut m, mut kernel) = programmed(&cp);
 
     // The watch expired (410 Gone); meanwhile db was deleted. The relist
     // comes in pieces.
@@ -227,14 +234,7 @@ fn other_proxies_services_and_headless_slices_are_left_out() {
 #[test]
 fn changes_after_the_first_sync_reach_the_machine_one_service_at_a_time() {
     let mut cp = cluster();
-    let mut cache = WatchCache::new("node-a");
-    let mut m = machine();
-    list_all(&mut cache, &cp, &ALL);
-    let mut kernel = IpvsTable::default();
-    cache.feed(&mut m, t(0));
-    serve(&mut m, &mut kernel, t(0));
-    m.handle_timeout(t(1));
-    serve(&mut m, &mut kernel, t(1));
+    let (mut cache, mut m, mut kernel) = programmed(&cp);
 
     let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-2, labels: {app: web}}\nspec: {nodeName: node-a}\nstatus: {phase: Running, podIPs: [{ip: 10.244.1.12}], conditions: [{type: Ready, status: \"True\"}]}\n";
     cp.apply_manifest(pod).unwrap();
