@@ -261,7 +261,8 @@ http() {
     vm_check_eq http-healthz-200 200 "$(head -n 1 <<<"$health" | awk '{ print $2 }')"
     metrics="$(vm_http_get 127.0.0.1:10249 /metrics)"
     vm_check_eq http-metrics-200 200 "$(head -n 1 <<<"$metrics" | awk '{ print $2 }')"
-    grep -v '^#' <<<"$metrics" | grep . | tail -n +2 | head -n 20
+    # sed, not head: it reads to the end, so nothing upstream dies of SIGPIPE.
+    grep -v '^#' <<<"$metrics" | grep . | sed -n '2,21p'
     vm_check http-metrics-prometheus-text grep -q '^# TYPE ' <<<"$metrics"
     vm_check http-metrics-kube-proxy-names grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds ' <<<"$metrics"
     local livez
