@@ -102,7 +102,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
@@ -132,6 +132,18 @@ k8s-deploy-check: k8s ## deploy/ through kubectl apply --dry-run=server, and ipv
 	$(step)
 	$(CARGO) build -q -p ipvs-agent
 	tests/k8s/deploy-check.sh target/debug/ipvs-agent
+
+# The real kube-proxy and the agent side by side in one kernel (QEMU), both
+# following one real apiserver: identical IPVS tables, through a churn script.
+.PHONY: kube-proxy-diff
+kube-proxy-diff: k8s ## kube-proxy v1.37.2 (IPVS mode) and ipvs-agent (API mode) in one VM kernel: identical tables (tests/vm/kube-proxy-diff.sh)
+	$(step)
+	tests/vm/kube-proxy-diff.sh
+
+.PHONY: bench-vs-kube-proxy
+bench-vs-kube-proxy: k8s ## Benchmark against kube-proxy in one VM kernel: N=1000,5000,10000 Services x 10 (BENCH_SIZES); writes benchmarks/kube-proxy.md and .json
+	$(step)
+	tests/vm/bench-kube-proxy.sh $(BENCH_SIZES)
 
 .PHONY: vm-smoke
 vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (installs what it needs)

@@ -8,7 +8,7 @@
 #                         /test.sh under bash, prints markers, powers off
 #   /test.sh              TEST-SCRIPT
 #   /vm/lib.sh            tests/vm/lib.sh, for the test to source
-#   /lib/modules/svcnet/  the .ko files and load.order from setup.sh
+#   /lib/modules/svcnet/  the .ko files, load.order and netfilter.order from setup.sh
 #   busybox-static        /usr/bin/busybox and a link for each applet that no
 #                         real program below already takes
 #   real programs         iproute2's ip and ss, ipvsadm, ipvsadm-save,
@@ -151,7 +151,7 @@ for extra in "$@"; do
 done
 
 # Kernel modules, the test, the library, /init.
-cp "$kdir"/modules/*.ko "$kdir/modules/load.order" "$root/lib/modules/svcnet/"
+cp "$kdir"/modules/*.ko "$kdir"/modules/*.order "$root/lib/modules/svcnet/"
 cp "$kdir/version" "$root/lib/modules/svcnet/version"
 install -m 755 "$here/init" "$root/init"
 install -m 755 "$test_script" "$root/test.sh"

@@ -13,6 +13,7 @@
 # Backends: vm_tcp_backend, vm_udp_backend (they answer with their name).
 # Clients: vm_tcp_request, vm_udp_request, vm_expect_backends, vm_conn_*.
 # Misc: vm_in, vm_wait_until, vm_export, vm_ipvs_save, vm_info, vm_sysctl.
+# Network: vm_load_netfilter, vm_user_net (run.sh with VM_NET=user).
 # See tests/vm/README.md for the full list with arguments.
 
 # Addresses of the node (the VM's root namespace), on the dummy "node0" that
@@ -212,6 +213,29 @@ vm_export() {
     echo "SVCNET-VM: FILE-BEGIN $name"
     base64 <"$file"
     echo "SVCNET-VM: FILE-END $name"
+}
+
+# vm_load_netfilter: load modules/netfilter.order (setup.sh): the NIC of
+# QEMU's user networking (run.sh with VM_NET=user) and what the real
+# kube-proxy's iptables and ipset half needs. Idempotent.
+vm_load_netfilter() {
+    local mods=/lib/modules/svcnet ko params
+    [[ -f $VM_STATE/netfilter-loaded ]] && return 0
+    while read -r ko params; do
+        [[ -n $ko ]] || continue
+        # shellcheck disable=SC2086 # params are words
+        insmod "$mods/$ko" $params || { vm_fail "insmod $ko"; return 1; }
+    done <"$mods/netfilter.order"
+    : >"$VM_STATE/netfilter-loaded"
+}
+
+# vm_user_net: bring up eth0 of QEMU's user networking (run.sh with
+# VM_NET=user) at QEMU's fixed addresses: the guest is 10.0.2.15, and a
+# connection to 10.0.2.2 reaches the host's loopback. Needs vm_load_netfilter.
+vm_user_net() {
+    ip link set eth0 up || return 1
+    ip addr add 10.0.2.15/24 dev eth0
+    ip route add default via 10.0.2.2 dev eth0
 }
 
 # vm_ipvs_save: what `ipvsadm-save -n` prints.

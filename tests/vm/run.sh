@@ -22,6 +22,9 @@
 #               /dev/kvm that opens but hangs the guest exists (nested
 #               virtualisation), so auto boots a tiny probe VM once and
 #               remembers the answer in $SVCNET_VM_DIR/accel.
+#   VM_NET      none (default): no network card; user: QEMU's user networking
+#               (an e1000 card: load it with vm_load_netfilter, configure it
+#               with vm_user_net); the guest's 10.0.2.2 is the host's loopback
 #   VM_APPEND   more kernel command-line words; NAME=VALUE words the kernel
 #               does not know become environment variables of the test
 #   VM_LOG      console log file (default $SVCNET_VM_DIR/logs/<test>.log)
@@ -39,6 +42,7 @@ timeout_s="${VM_TIMEOUT:-180}"
 mem="${VM_MEM:-512}"
 smp="${VM_SMP:-1}"
 accel="${VM_ACCEL:-auto}"
+net="${VM_NET:-none}"
 
 say() { printf 'vm-run: %s\n' "$*"; }
 die() { printf 'vm-run: error: %s\n' "$*" >&2; exit 1; }
@@ -77,8 +81,13 @@ hide_exports() {
         /^SVCNET-VM: FILE-BEGIN / { hide = 1; print "(base64 lines: see the log)"; fflush() }'
 }
 
+case $net in
+    none) nic=(-nic none) ;;
+    user) nic=(-nic user,model=e1000) ;;
+    *) die "VM_NET must be none or user, not $net" ;;
+esac
 qemu_base=(qemu-system-x86_64 -m "$mem" -smp "$smp" -nographic -no-reboot
-    -nic none -kernel "$kdir/vmlinuz")
+    -kernel "$kdir/vmlinuz")
 append_base="console=ttyS0 quiet panic=-1"
 
 kvm_usable() {
@@ -100,7 +109,7 @@ kvm_usable() {
     (cd "$probe/root" && find . -mindepth 1 | cpio -o -H newc --quiet --owner=0:0) |
         gzip -1 >"$probe/initrd.gz"
     local answer=tcg
-    timeout -k 2 10 "${qemu_base[@]}" -accel kvm -initrd "$probe/initrd.gz" \
+    timeout -k 2 10 "${qemu_base[@]}" -nic none -accel kvm -initrd "$probe/initrd.gz" \
         -append "$append_base" </dev/null >"$probe/console" 2>&1 || true
     if grep -qa SVCNET-VM-PROBE-OK "$probe/console"; then
         answer=kvm
@@ -119,7 +128,7 @@ esac
 say "booting $(cat "$kdir/version") ($accel, ${mem} MiB, $smp cpu, timeout ${timeout_s} s): $test_script${*:+ with $*}"
 boot_started=$SECONDS
 set +e
-timeout -k 5 "$timeout_s" "${qemu_base[@]}" -accel "$accel" \
+timeout -k 5 "$timeout_s" "${qemu_base[@]}" "${nic[@]}" -accel "$accel" \
     -initrd "$run_dir/initramfs.cpio.gz" \
     -append "$append_base${VM_APPEND:+ $VM_APPEND}" </dev/null 2>&1 |
     console_filter | tee "$log" | hide_exports

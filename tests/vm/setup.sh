@@ -5,7 +5,9 @@
 #
 # 1. Debian packages: QEMU, busybox-static, ipvsadm, iproute2, kmod (modprobe,
 #    depmod), cpio, gzip, socat (UDP backends and clients; busybox nc has no UDP),
-#    strace (tests/vm/ipvsadm-capture.sh records what ipvsadm sends).
+#    strace (tests/vm/ipvsadm-capture.sh records what ipvsadm sends),
+#    iptables and ipset (what the real kube-proxy runs in the VM, for
+#    tests/vm/kube-proxy-diff.sh; nothing is changed on the host).
 #    `apt-get update` runs only when a package or the kernel cannot be had
 #    from the package lists as they are.
 # 2. The kernel linux-image-amd64 points at (or $SVCNET_VM_KERNEL_PKG): the .deb
@@ -15,6 +17,9 @@
 #    needs. Only vmlinuz and those .ko files are kept, in
 #    $SVCNET_VM_DIR/kernel (default target/vm/kernel):
 #      vmlinuz  version  modules/*.ko  modules/load.order  stamp
+#    load.order is what /init loads in every VM; modules/netfilter.order
+#    (loaded by a test with vm_load_netfilter) adds the NIC for QEMU's user
+#    networking and what kube-proxy's iptables and ipset half needs.
 #
 # Environment:
 #   SVCNET_VM_DIR           cache folder (default <repo>/target/vm)
@@ -28,7 +33,7 @@ cache="${SVCNET_VM_DIR:-$repo/target/vm}"
 kdir="$cache/kernel"
 
 # Host packages. qemu-system-x86 without its recommends (GUI, OVMF, ...).
-packages=(qemu-system-x86 busybox-static ipvsadm iproute2 kmod cpio gzip socat bash strace)
+packages=(qemu-system-x86 busybox-static ipvsadm iproute2 kmod cpio gzip socat bash strace iptables ipset)
 
 # Modules, by name. Every IPVS scheduler Debian builds, so a test can pick any;
 # dummy for kube-ipvs0 and the node's uplink, veth for the namespaces.
@@ -40,6 +45,16 @@ modules=(crc32c_generic ip_vs
     dummy veth)
 # shellcheck disable=SC2206 # word splitting is the point
 modules+=(${SVCNET_VM_EXTRA_MODULES:-})
+# Loaded on demand (vm_load_netfilter): e1000, the NIC QEMU's user networking
+# gives the guest (-nic user), and what kube-proxy's IPVS mode needs besides
+# IPVS (../shared/REFERENCE.md): nf_tables under iptables-nft with the xt_*
+# matches and targets it uses, ipset's set types, conntrack over netlink,
+# br_netfilter for xt_physdev.
+netfilter_modules=(e1000 nf_tables nft_compat nft_chain_nat nft_reject_inet nft_ct nft_masq
+    nf_nat xt_MASQUERADE xt_mark xt_comment xt_conntrack xt_addrtype xt_set
+    ip_set_hash_ip ip_set_hash_ipport ip_set_hash_ipportip ip_set_hash_ipportnet
+    ip_set_hash_net ip_set_bitmap_port xt_ipvs xt_physdev ipt_REJECT ip6t_REJECT
+    xt_nat xt_tcpudp xt_multiport xt_statistic nf_conntrack_netlink br_netfilter)
 skip_modules=(crc32c-intel crc32c_intel)
 # Parameters, by .ko file name. No stray dummy0.
 declare -A module_params=([dummy.ko]="numdummies=0")
@@ -106,7 +121,7 @@ if [[ -z $pkg ]]; then
     [[ -n $pkg ]] || die "apt-cache depends linux-image-amd64 names no kernel package"
 fi
 
-stamp="pkg=$pkg modules=${modules[*]}"
+stamp="pkg=$pkg modules=${modules[*]} netfilter=${netfilter_modules[*]}"
 if [[ -f $kdir/stamp && "$(cat "$kdir/stamp")" == "$stamp" && -f $kdir/vmlinuz ]]; then
     say "kernel: $pkg already prepared in ${kdir#"$repo"/}"
     exit 0
@@ -147,30 +162,38 @@ depmod -b "$work/root" "$version"
 # /dev/null keeps the host's /etc/modprobe.d out of it.
 mkdir -p "$work/out/modules"
 declare -A seen=()
-order=()
-for m in "${modules[@]}"; do
-    deps="$(modprobe -C /dev/null -d "$work/root" -S "$version" --show-depends "$m")" ||
-        die "modprobe --show-depends $m failed"
-    while read -r kind path _; do
-        [[ $kind == insmod ]] || continue
-        name="$(basename "$path")"
-        base="${name%.ko*}"
-        for s in "${skip_modules[@]}"; do
-            [[ $base == "$s" ]] && continue 2
-        done
-        [[ -n ${seen[$name]:-} ]] && continue
-        [[ $name == *.ko ]] || die "$name: compressed modules are not handled (busybox insmod takes plain .ko)"
-        seen[$name]=1
-        cp "$path" "$work/out/modules/$name"
-        order+=("$name${module_params[$name]:+ ${module_params[$name]}}")
-    done <<<"$deps"
-done
-printf '%s\n' "${order[@]}" >"$work/out/modules/load.order"
+# resolve ORDER-FILE MODULE...: copies each module and what it needs (not
+# yet copied for an earlier list) and writes their load order.
+resolve() {
+    local order_file="$1" m deps kind path name base s
+    shift
+    local order=()
+    for m in "$@"; do
+        deps="$(modprobe -C /dev/null -d "$work/root" -S "$version" --show-depends "$m")" ||
+            die "modprobe --show-depends $m failed"
+        while read -r kind path _; do
+            [[ $kind == insmod ]] || continue
+            name="$(basename "$path")"
+            base="${name%.ko*}"
+            for s in "${skip_modules[@]}"; do
+                [[ $base == "$s" ]] && continue 2
+            done
+            [[ -n ${seen[$name]:-} ]] && continue
+            [[ $name == *.ko ]] || die "$name: compressed modules are not handled (busybox insmod takes plain .ko)"
+            seen[$name]=1
+            cp "$path" "$work/out/modules/$name"
+            order+=("$name${module_params[$name]:+ ${module_params[$name]}}")
+        done <<<"$deps"
+    done
+    printf '%s\n' "${order[@]}" >"$order_file"
+}
+resolve "$work/out/modules/load.order" "${modules[@]}"
+resolve "$work/out/modules/netfilter.order" "${netfilter_modules[@]}"
 cp "$vmlinuz" "$work/out/vmlinuz"
 echo "$version" >"$work/out/version"
 echo "$stamp" >"$work/out/stamp"
 
 rm -rf "$kdir"
 mv "$work/out" "$kdir"
-say "kernel: $version ready in ${kdir#"$repo"/} ($(wc -l <"$kdir/modules/load.order") modules)"
+say "kernel: $version ready in ${kdir#"$repo"/} ($(wc -l <"$kdir/modules/load.order") modules, $(wc -l <"$kdir/modules/netfilter.order") more on demand)"
 say "module load order: $(tr '\n' ' ' <"$kdir/modules/load.order")"

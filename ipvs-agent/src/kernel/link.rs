@@ -1,5 +1,9 @@
 //! The `kube-ipvs0` dummy link over rtnetlink (`rtnetlink` 0.24, tokio):
-//! make sure it exists and is up, list its addresses, delete it. A link
+//! make sure it exists and is up, list its addresses, delete it. The link
+//! gets no IPv6 link-local address (address generation mode "none", set
+//! before it goes up): kube-proxy's `kube-ipvs0` has none either (kube-proxy
+//! never sets its link up), and `ip addr show kube-ipvs0` shows the
+//! Services' addresses and nothing else. A link
 //! already there (or already missing) is not an error: every call makes the
 //! kernel match what was asked, whatever it held before. Binding and
 //! unbinding its /32 and /128 addresses, many at once, is
@@ -10,7 +14,7 @@ use std::net::IpAddr;
 
 use futures_util::TryStreamExt;
 use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
-use rtnetlink::packet_route::link::{LinkFlags, LinkMessage};
+use rtnetlink::packet_route::link::{AfSpecInet6, AfSpecUnspec, In6AddrGenMode, LinkAttribute, LinkFlags, LinkMessage};
 use rtnetlink::{Handle, LinkDummy, LinkUnspec};
 
 use super::error::LinkError;
@@ -20,6 +24,15 @@ pub const KUBE_IPVS0: &str = svcnet_core::proxy::DUMMY_INTERFACE;
 
 const ENODEV: i32 = 19;
 const EEXIST: i32 = 17;
+/// What the kernel answers an IPv6 attribute when it runs without IPv6.
+const EAFNOSUPPORT: i32 = 97;
+
+/// IFLA_AF_SPEC asking for no IPv6 link-local address on the link.
+fn no_link_local() -> LinkAttribute {
+    LinkAttribute::AfSpecUnspec(vec![AfSpecUnspec::Inet6(vec![AfSpecInet6::AddrGenMode(
+        In6AddrGenMode::None,
+    )])])
+}
 
 /// The positive errno of an rtnetlink error, if the kernel sent one.
 fn errno(error: &rtnetlink::Error) -> Option<i32> {
@@ -98,18 +111,12 @@ impl KubeIpvs0 {
     }
 
     /// Make sure the link exists (a dummy link, created if missing) and is
-    /// up; returns its index.
+    /// up, without an IPv6 link-local address; returns its index.
     pub async fn ensure(&self) -> Result<u32, LinkError> {
         let link = match self.get().await? {
             Some(link) => link,
             None => {
-                let add = self.handle.link().add(LinkDummy::new(&self.name).up().build());
-                match add.execute().await {
-                    Ok(()) => {}
-                    // Created meanwhile by someone else: fine.
-                    Err(error) if errno(&error) == Some(EEXIST) => {}
-                    Err(error) => return Err(kernel(format!("create dummy link {}", self.name), error)),
-                }
+                self.create().await?;
                 self.get().await?.ok_or_else(|| LinkError::Kernel {
                     what: format!("create dummy link {}", self.name),
                     message: "it was created but cannot be found".into(),
@@ -118,12 +125,50 @@ impl KubeIpvs0 {
         };
         let index = link.header.index;
         if !link.header.flags.contains(LinkFlags::Up) {
-            let up = self.handle.link().set(LinkUnspec::new_with_index(index).up().build());
-            up.execute()
-                .await
-                .map_err(|error| kernel(format!("set link {} up", self.name), error))?;
+            // A link made by someone else (kube-proxy leaves its own down):
+            // no link-local address once it is up either.
+            let up = |ipv6: bool| {
+                let builder = LinkUnspec::new_with_index(index).up();
+                let builder = if ipv6 {
+                    builder.append_extra_attribute(no_link_local())
+                } else {
+                    builder
+                };
+                self.handle.link().set(builder.build()).execute()
+            };
+            match up(true).await {
+                Ok(()) => {}
+                Err(error) if errno(&error) == Some(EAFNOSUPPORT) => up(false)
+                    .await
+                    .map_err(|error| kernel(format!("set link {} up", self.name), error))?,
+                Err(error) => return Err(kernel(format!("set link {} up", self.name), error)),
+            }
         }
         Ok(index)
+    }
+
+    /// Creates the dummy link, up, without an IPv6 link-local address (or,
+    /// on a kernel without IPv6, without asking for that).
+    async fn create(&self) -> Result<(), LinkError> {
+        let add = |ipv6: bool| {
+            let builder = LinkDummy::new(&self.name).up();
+            let builder = if ipv6 {
+                builder.append_extra_attribute(no_link_local())
+            } else {
+                builder
+            };
+            self.handle.link().add(builder.build()).execute()
+        };
+        let result = match add(true).await {
+            Err(error) if errno(&error) == Some(EAFNOSUPPORT) => add(false).await,
+            other => other,
+        };
+        match result {
+            Ok(()) => Ok(()),
+            // Created meanwhile by someone else: fine.
+            Err(error) if errno(&error) == Some(EEXIST) => Ok(()),
+            Err(error) => Err(kernel(format!("create dummy link {}", self.name), error)),
+        }
     }
 
     /// Every address bound on the link (empty when the link does not

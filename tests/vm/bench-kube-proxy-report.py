@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Write benchmarks/kube-proxy.md and .json from tests/vm/bench-kube-proxy.sh's
+results (one JSON object per tool and N, a line each).
+
+    bench-kube-proxy-report.py RESULTS OUT-PREFIX HOST-CPUS
+
+Ratios compare the two tools of one VM run: kube-proxy's time over
+svcnet's (higher is better for svcnet), svcnet's RSS over kube-proxy's
+(lower is better). The goals are the ones issue 13 sets.
+"""
+
+import json
+import sys
+from datetime import date
+
+GOALS = [
+    ("complete table at 5,000 Services", "completeSeconds", 5000, ">= 10x sooner"),
+    ("default/kubernetes programmed", "kubernetesSeconds", None, "within 1 s at every N"),
+    ("p99 network programming latency", "latencyP99Seconds", None, "<= 1/5 of kube-proxy's"),
+    ("maximum RSS", "maxRssKiB", None, "no higher than kube-proxy's"),
+]
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.2f}{unit}"
+    return f"{v}{unit}"
+
+
+def main():
+    results_path, prefix, cpus = sys.argv[1], sys.argv[2], sys.argv[3]
+    rows = [json.loads(line) for line in open(results_path) if line.strip()]
+    by_n = {}
+    for r in rows:
+        by_n.setdefault(r["services"], {})[r["tool"]] = r
+    runs = []
+    lines = [
+        "# kube-proxy (IPVS mode) against ipvs-agent (API mode)",
+        "",
+        f"Written by `make bench-vs-kube-proxy` (tests/vm/bench-kube-proxy.sh) on {date.today().isoformat()}, "
+        f"on a {cpus}-core host: the real kube-proxy v1.37.2 and ipvs-agent, one after the other, each in a fresh "
+        "network namespace of the same QEMU kernel (software emulation, 2 vCPUs), both following the same real "
+        "kube-apiserver v1.37.2 holding N Services x 10 endpoints. Absolute times are those of an emulated CPU; "
+        "compare the ratios, measured in the same run.",
+        "",
+        "How each figure is taken (tests/vm/guest/bench-kube-proxy.sh): the process is started, the table is "
+        "polled every 0.5 s until `default/kubernetes` (10.96.0.1:443) and then every virtual and real server "
+        "are there; a sync with no change is the growth of `kubeproxy_sync_proxy_rules_duration_seconds`'s sum "
+        "over that of its count across the next periodic sync; each update PATCHes one EndpointSlice (plain HTTP "
+        "through `kubectl proxy` on the host) and is timed from just before the request until `ipvsadm -Ln` "
+        "shows the new real server (polled every 20 ms, so figures under about 50 ms are bounded by the probe); "
+        "CPU is user + system seconds of the process over its whole run, RSS its peak (VmHWM).",
+        "",
+    ]
+    for n in sorted(by_n):
+        kp, sv = by_n[n].get("kube-proxy"), by_n[n].get("svcnet")
+        lines += [f"## {n:,} Services x 10 endpoints", ""]
+        lines += ["| | kube-proxy | ipvs-agent | kube-proxy / ipvs-agent |", "|---|---:|---:|---:|"]
+        run = {"services": n, "kubeProxy": kp, "svcnet": sv, "ratios": {}}
+        for label, key, unit in [
+            ("start to `default/kubernetes`", "kubernetesSeconds", " s"),
+            ("start to the complete table", "completeSeconds", " s"),
+            ("one sync with no change", "idleSyncSeconds", " s"),
+            ("programming latency p50", "latencyP50Seconds", " s"),
+            ("programming latency p99", "latencyP99Seconds", " s"),
+            ("CPU seconds", "cpuSeconds", " s"),
+            ("maximum RSS", "maxRssKiB", " KiB"),
+        ]:
+            a = kp.get(key) if kp else None
+            b = sv.get(key) if sv else None
+            r = ratio(a, b)
+            run["ratios"][key] = r
+            lines.append(f"| {label} | {fmt(a, unit)} | {fmt(b, unit)} | {fmt(r, 'x')} |")
+        lines.append("")
+        runs.append(run)
+    lines += ["## Goals (issue 13)", ""]
+    for label, key, n_only, goal in GOALS:
+        verdicts = []
+        for run in runs:
+            if n_only and run["services"] != n_only:
+                continue
+            kp, sv = run["kubeProxy"] or {}, run["svcnet"] or {}
+            r = run["ratios"].get(key)
+            if key == "completeSeconds":
+                ok = r is not None and r >= 10
+            elif key == "kubernetesSeconds":
+                ok = sv.get(key) is not None and sv[key] <= 1.0
+            elif key == "latencyP99Seconds":
+                ok = r is not None and r >= 5
+            else:
+                ok = r is not None and r >= 1
+            verdicts.append(f"N={run['services']:,}: {'met' if ok else 'NOT met'}")
+        lines.append(f"- {label} ({goal}): {', '.join(verdicts) if verdicts else 'not measured'}")
+    lines.append("")
+    with open(prefix + ".md", "w") as f:
+        f.write("\n".join(lines))
+    with open(prefix + ".json", "w") as f:
+        json.dump({"date": date.today().isoformat(), "hostCpus": int(cpus), "runs": runs}, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

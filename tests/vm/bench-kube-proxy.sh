@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Benchmark: the real kube-proxy (v1.37.2, IPVS mode) against ipvs-agent (API
+# mode) in the same QEMU kernel, following the same real apiserver, at N
+# Services x 10 endpoints for each N given (default: 1000 5000 10000).
+#
+#   tests/vm/bench-kube-proxy.sh [N ...]
+#
+# For each tool (tests/vm/guest/bench-kube-proxy.sh says how each is
+# measured): start to the default/kubernetes virtual server; start to the
+# complete table; one sync with nothing changed; network programming latency
+# p50 and p99 over SVCNET_BENCH_UPDATES (default 200) EndpointSlice updates
+# made one at a time; CPU seconds and maximum RSS. Writes
+# benchmarks/kube-proxy.md and benchmarks/kube-proxy.json, with the ratios of
+# each run (both tools measured in the same VM, one after the other).
+#
+# The Services have no selector and one hand-written EndpointSlice each (10
+# ready endpoints on node-b), so the apiserver holds 2N objects and no
+# controller rewrites them; ClusterIPs come from 10.96.0.0/12.
+#
+# Environment: VM_MEM (default 3072 MiB), VM_SMP (default 2), VM_TIMEOUT
+# (default 7200 s per N), SVCNET_BENCH_UPDATES.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+sizes=("$@")
+((${#sizes[@]})) || sizes=(1000 5000 10000)
+updates="${SVCNET_BENCH_UPDATES:-200}"
+
+say() { printf 'bench-kube-proxy: %s\n' "$*"; }
+die() { printf 'bench-kube-proxy: error: %s\n' "$*" >&2; exit 1; }
+for n in "${sizes[@]}"; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || die "N must be a positive number, not $n"
+done
+
+"$here/setup.sh"
+"$repo/scripts/k8s.sh" build
+bin="$("$repo/scripts/k8s.sh" bin)"
+say "building ipvs-agent (release)"
+(cd "$repo" && cargo build -q --release -p ipvs-agent)
+mkdir -p "$repo/target/vm"
+strip -o "$repo/target/vm/ipvs-agent" "$repo/target/release/ipvs-agent"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/bench-kube-proxy.XXXXXX")"
+proxy_pid=""
+cleanup() {
+    [[ -n $proxy_pid ]] && kill "$proxy_pid" 2>/dev/null
+    "$repo/scripts/k8s.sh" down >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+SVCNET_K8S_SERVICE_CIDR=10.96.0.0/12 "$repo/scripts/k8s.sh" up >"$work/up.log" 2>&1 ||
+    { cat "$work/up.log" >&2; die "scripts/k8s.sh up failed"; }
+kubeconfig="$(sed -n 's/^KUBECONFIG=//p' "$repo/target/k8s/env")"
+server="$(sed -n 's/^SVCNET_K8S_SERVER=//p' "$repo/target/k8s/env")"
+kubectl=("$bin/kubectl" --kubeconfig "$kubeconfig")
+
+"${kubectl[@]}" create -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
+EOF
+"${kubectl[@]}" patch node node-a --subresource=status --type=merge \
+    -p '{"status":{"addresses":[{"type":"InternalIP","address":"192.168.56.10"}]}}' >/dev/null
+"${kubectl[@]}" create namespace bench >/dev/null
+
+# Plain HTTP to the apiserver for the VM's updates (no TLS handshake per
+# update inside an emulated CPU): kubectl proxy on the host's loopback.
+proxy_port=$((30000 + RANDOM % 5000))
+"${kubectl[@]}" proxy --address 127.0.0.1 --port "$proxy_port" --accept-hosts '.*' >"$work/proxy.log" 2>&1 &
+proxy_pid=$!
+
+pki="$repo/target/k8s/pki"
+b64() { base64 -w0 <"$1"; }
+cat >"$work/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: svcnet-test
+  cluster: {server: __SERVER__, certificate-authority-data: $(b64 "$pki/ca.crt")}
+users:
+- name: admin
+  user: {client-certificate-data: $(b64 "$pki/admin.crt"), client-key-data: $(b64 "$pki/admin.key")}
+contexts:
+- name: svcnet-test
+  context: {cluster: svcnet-test, user: admin}
+current-context: svcnet-test
+EOF
+
+# objects FROM TO: Services svc-FROM..svc-(TO-1), each with one EndpointSlice
+# of 10 ready endpoints (10.128.0.0 + 10 i + k), as a JSON List.
+objects() {
+    python3 - "$1" "$2" <<'EOF'
+import ipaddress, json, sys
+first, last = int(sys.argv[1]), int(sys.argv[2])
+base = int(ipaddress.ip_address("10.128.0.0"))
+items = []
+for i in range(first, last):
+    name = f"svc-{i}"
+    items.append({"apiVersion": "v1", "kind": "Service",
+                  "metadata": {"name": name, "namespace": "bench"},
+                  "spec": {"ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}})
+    items.append({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                  "metadata": {"name": f"{name}-1", "namespace": "bench",
+                               "labels": {"kubernetes.io/service-name": name}},
+                  "addressType": "IPv4",
+                  "ports": [{"name": "", "port": 8080, "protocol": "TCP"}],
+                  "endpoints": [{"addresses": [str(ipaddress.ip_address(base + i * 10 + k))],
+                                 "conditions": {"ready": True}, "nodeName": "node-b"}
+                                for k in range(10)]})
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
+EOF
+}
+
+results="$work/results.json"
+: >"$results"
+loaded=0
+for n in $(printf '%s\n' "${sizes[@]}" | sort -n); do
+    if ((n > loaded)); then
+        say "creating Services $loaded..$((n - 1)) with their EndpointSlices"
+        t0=$SECONDS
+        objects "$loaded" "$n" >"$work/objects.json"
+        "${kubectl[@]}" create -f "$work/objects.json" >/dev/null
+        say "  $((2 * (n - loaded))) objects in $((SECONDS - t0)) s"
+        loaded=$n
+    fi
+    "${kubectl[@]}" get services -n bench -o jsonpath='{range .items[*]}{.metadata.name} {.spec.clusterIP}{"\n"}{end}' |
+        sort -t- -k2 -n | head -n "$updates" >"$work/bench-vips"
+    say "N=$n: booting the VM (kube-proxy, then ipvs-agent)"
+    VM_NET=user VM_MEM="${VM_MEM:-3072}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-7200}" \
+        VM_APPEND="SVCNET_API_PORT=${server##*:} SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates" \
+        "$here/run.sh" "$here/guest/bench-kube-proxy.sh" \
+        "$bin/kube-proxy" "$repo/target/vm/ipvs-agent" \
+        /usr/sbin/xtables-nft-multi:/usr/sbin/xtables-nft-multi \
+        /usr/lib/x86_64-linux-gnu/xtables:/usr/lib/x86_64-linux-gnu/xtables \
+        "$(readlink -f /usr/sbin/ipset)":/usr/sbin/ipset \
+        "$work/kubeconfig:/data/kubeconfig" "$work/bench-vips:/data/bench-vips" ||
+        die "the VM run for N=$n failed"
+    cat "$repo/target/vm/out/bench-kube-proxy/bench-$n.json" >>"$results"
+done
+
+python3 "$here/bench-kube-proxy-report.py" "$results" "$repo/benchmarks/kube-proxy" "$(nproc)"
+say "wrote benchmarks/kube-proxy.md and benchmarks/kube-proxy.json"

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The VM half of tests/vm/bench-kube-proxy.sh (see there): the real
+# kube-proxy (IPVS mode) and ipvs-agent (API mode), one after the other, each
+# in a fresh network namespace shaped like node-a, against the same apiserver
+# holding N Services x 10 endpoints. For each it measures:
+#   - start to the default/kubernetes virtual server, and to the complete
+#     table (every virtual server and real server), polled every 0.5 s;
+#   - one periodic sync with nothing changed (kubeproxy_sync_proxy_rules_
+#     duration_seconds, which both serve under that name: the growth of its
+#     sum over the growth of its count);
+#   - network programming latency of UPDATES EndpointSlice updates made one
+#     at a time: from just before the PATCH is sent (plain HTTP through
+#     `kubectl proxy` on the host) until `ipvsadm` shows the new real server;
+#   - CPU seconds (user + system) and maximum RSS of the process.
+# Results go out as /run/bench.json (vm_export bench-N.json).
+#
+# Environment (run.sh's VM_APPEND): SVCNET_API_PORT, SVCNET_PROXY_PORT (the
+# host's `kubectl proxy`), SVCNET_BENCH_N, SVCNET_BENCH_UPDATES.
+# Files: /data/kubeconfig, /data/bench-vips (service name and ClusterIP per
+# line, the Services the updates change).
+. /vm/lib.sh
+set -u
+
+API_PORT="${SVCNET_API_PORT:?}"
+PROXY_PORT="${SVCNET_PROXY_PORT:?}"
+N="${SVCNET_BENCH_N:?}"
+UPDATES="${SVCNET_BENCH_UPDATES:-200}"
+NODE_IP4=192.168.56.10
+FULL_TIMEOUT=3000
+
+vm_load_netfilter || vm_finish
+vm_user_net || { vm_fail "user networking"; vm_finish; }
+for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    ln -sf xtables-nft-multi "/usr/sbin/$t"
+done
+sed "s|__SERVER__|https://127.0.0.1:6443|" /data/kubeconfig >/run/kubeconfig-node
+socat UNIX-LISTEN:/run/apiserver.sock,fork TCP:10.0.2.2:"$API_PORT" &
+echo $! >>"$VM_STATE/pids"
+
+now() { cut -d' ' -f1 /proc/uptime; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+node_netns() {
+    local ns="$1"
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link add eth0 type dummy
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" addr add "$NODE_IP4/24" dev eth0
+    ip -n "$ns" route add default dev eth0
+    ip netns exec "$ns" socat TCP-LISTEN:6443,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/run/apiserver.sock &
+    echo $! >>"$VM_STATE/pids"
+}
+
+# counts NS: "virtual-servers real-servers".
+counts() {
+    ip netns exec "$1" ipvsadm-save -n | awk '/^-A/ { a++ } /^-a/ { r++ } END { print a + 0, r + 0 }'
+}
+
+# metric NS PORT NAME: a metric's value from /metrics.
+metric() {
+    printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' | ip netns exec "$1" nc 127.0.0.1 "$2" 2>/dev/null |
+        awk -v m="$3" '$1 == m { print $2; exit }'
+}
+
+# cpu_rss PID: "cpu-seconds max-rss-kib".
+cpu_rss() {
+    local ticks rss
+    ticks="$(awk '{ print $14 + $15 }' "/proc/$1/stat")"
+    rss="$(awk '/^VmHWM:/ { print $2 }' "/proc/$1/status")"
+    echo "$(awk -v t="$ticks" 'BEGIN { printf "%.2f", t / 100 }') $rss"
+}
+
+# patch_slice SERVICE FIRST-IP: the slice's first endpoint becomes FIRST-IP
+# (the other nine stay); 0 when the apiserver said 200.
+patch_slice() {
+    local svc="$1" ip="$2" i="${svc#svc-}" body eps k base
+    base=$(( (10 << 24) | (128 << 16) ))
+    eps="{\"addresses\":[\"$ip\"],\"conditions\":{\"ready\":true},\"nodeName\":\"node-b\"}"
+    for ((k = 1; k < 10; k++)); do
+        local a=$((base + i * 10 + k))
+        eps+=",{\"addresses\":[\"$((a >> 24 & 255)).$((a >> 16 & 255)).$((a >> 8 & 255)).$((a & 255))\"],\"conditions\":{\"ready\":true},\"nodeName\":\"node-b\"}"
+    done
+    body="{\"endpoints\":[$eps]}"
+    printf 'PATCH /apis/discovery.k8s.io/v1/namespaces/bench/endpointslices/%s-1 HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/merge-patch+json\r\nContent-Length: %d\r\n\r\n%s' \
+        "$svc" "${#body}" "$body" | nc 10.0.2.2 "$PROXY_PORT" | head -n 1 | grep -q ' 200 '
+}
+
+# phase TOOL SECOND-OCTET METRICS-PORT CMD...: one tool from start to stop;
+# appends its JSON object to /run/bench.json.
+phase() {
+    local tool="$1" octet="$2" mport="$3" ns="bench-$tool"
+    shift 3
+    node_netns "$ns"
+    local start t_k8s="" t_full="" c pid
+    start="$(now)"
+    ip netns exec "$ns" "$@" >"/run/$tool.log" 2>&1 &
+    pid=$!
+    echo "$pid" >>"$VM_STATE/pids"
+    local deadline=$((SECONDS + FULL_TIMEOUT))
+    while ((SECONDS < deadline)); do
+        if [[ -z $t_k8s ]] && ip netns exec "$ns" ipvsadm -Ln -t 10.96.0.1:443 >/dev/null 2>&1; then
+            t_k8s="$(elapsed "$start" "$(now)")"
+        fi
+        c="$(counts "$ns")"
+        if [[ $c == "$((N + 1)) $((10 * N + 1))" ]]; then
+            t_full="$(elapsed "$start" "$(now)")"
+            [[ -n $t_k8s ]] || t_k8s="$t_full"
+            break
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.5
+    done
+    if [[ -z $t_full ]]; then
+        vm_fail "$tool: complete table" "after ${FULL_TIMEOUT} s: $(counts "$ns") of $((N + 1)) $((10 * N + 1)); log: $(tail -n 3 "/run/$tool.log")" || true
+        kill "$pid" 2>/dev/null
+        return 1
+    fi
+    vm_pass "$tool: complete table" "$t_full s; default/kubernetes at $t_k8s s"
+
+    # One periodic sync with nothing changed.
+    local sum0 count0 sum1 count1 idle=""
+    sum0="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_sum)"
+    count0="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_count)"
+    deadline=$((SECONDS + 120))
+    while ((SECONDS < deadline)); do
+        sleep 2
+        count1="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_count)"
+        if [[ -n $count1 && -n $count0 ]] && ((count1 > count0)); then
+            sum1="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_sum)"
+            idle="$(awk -v a="$sum0" -v b="$sum1" -v c="$count0" -v d="$count1" 'BEGIN { printf "%.4f", (b - a) / (d - c) }')"
+            break
+        fi
+    done
+    [[ -n $idle ]] || vm_fail "$tool: a sync with no change" "no sync counted in 120 s" || true
+
+    # Network programming latency.
+    : >"/run/$tool.latencies"
+    local svc vip ip t0 t1 j=0
+    while read -r svc vip; do
+        j=$((j + 1))
+        ip="10.$octet.$((j / 256)).$((j % 256))"
+        t0="$(now)"
+        patch_slice "$svc" "$ip" || { vm_fail "$tool: update $svc" "the apiserver refused the PATCH" || true; continue; }
+        deadline=$((SECONDS + 120))
+        while ((SECONDS < deadline)); do
+            ip netns exec "$ns" ipvsadm -Ln -t "$vip:80" 2>/dev/null | grep -q " $ip:8080 " && break
+            sleep 0.02
+        done
+        t1="$(now)"
+        elapsed "$t0" "$t1" >>"/run/$tool.latencies"
+        echo >>"/run/$tool.latencies"
+    done < <(head -n "$UPDATES" /data/bench-vips)
+    local p50 p99
+    read -r p50 p99 < <(sort -n "/run/$tool.latencies" | awk '{ v[NR] = $1 } END {
+        i50 = int(NR * 0.50 + 0.999); i99 = int(NR * 0.99 + 0.999); print v[i50], v[i99] }')
+    vm_pass "$tool: $UPDATES updates" "p50 $p50 s, p99 $p99 s"
+
+    local cpu rss
+    read -r cpu rss < <(cpu_rss "$pid")
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s}\n' \
+        "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "$p50" "$p99" "$cpu" "$rss" >>/run/bench.json
+    vm_info "$tool: cpu ${cpu} s, max RSS ${rss} KiB"
+}
+
+: >/run/bench.json
+vm_info "N=$N Services x 10 endpoints; kube-proxy $(kube-proxy --version 2>&1)"
+phase kube-proxy 245 10249 kube-proxy --proxy-mode=ipvs --kubeconfig /run/kubeconfig-node \
+    --hostname-override node-a --cluster-cidr 10.244.0.0/16 --conntrack-max-per-core=0 \
+    --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
+phase svcnet 246 10249 env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
+    --hostname-override node-a --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
+vm_export "bench-$N.json" /run/bench.json
+vm_finish

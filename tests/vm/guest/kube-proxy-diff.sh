@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The VM half of tests/vm/kube-proxy-diff.sh (which boots it: see there).
+#
+# Two network namespaces of this one kernel each play node-a: "kube-proxy"
+# runs the real kube-proxy --proxy-mode=ipvs, "svcnet" runs ipvs-agent in API
+# mode. Both follow the same apiserver (the host's, reached through QEMU's
+# user networking: 10.0.2.2 is the host's loopback) and have the same
+# interfaces and addresses (a dummy eth0 with node-a's InternalIPs), so they
+# must program the same IPVS table and bind the same kube-ipvs0 addresses.
+#
+# Each comparison waits until kube-proxy's table has changed from the one
+# before the step and the agent's has been equal to it on three reads 2 s
+# apart (90 s at most), and prints one PASS line, or a FAIL line after the
+# diff. The tables are compared sorted: `ipvsadm-save -n` lists virtual
+# servers in the kernel's hash order, which differs between namespaces, so
+# each side's lines (every -a line names its virtual server) are sorted.
+#
+# Then a churn script changes the cluster step by step (namespace "churn":
+# scale up and down, a terminating endpoint, a port added, sessionAffinity,
+# NodePort, LoadBalancer with a status IP, externalIPs, ETP Local, an IPv6
+# Service, a deletion), comparing after each. Last, `kube-proxy --cleanup`
+# runs in its namespace, and a second agent started there (the same node,
+# from what kube-proxy left) must program the same table again.
+#
+# Environment (from run.sh's VM_APPEND): SVCNET_API_PORT, the apiserver's
+# port on the host's loopback. Files: /data/kubeconfig (server __SERVER__,
+# certificates inline), /usr/local/bin/{kube-proxy,kubectl,ipvs-agent}.
+. /vm/lib.sh
+set -u
+
+API_PORT="${SVCNET_API_PORT:?SVCNET_API_PORT is not set}"
+NODE_IP4=192.168.56.10
+NODE_IP6=fd00:56::10
+CLUSTER_CIDR=10.244.0.0/16,fd00:10:244::/56
+KUBECTL=(kubectl --kubeconfig /run/kubeconfig-vm --request-timeout=30s)
+# kubectl's warnings (externalIPs are deprecated) go here, not to the console.
+KUBECTL_LOG=/run/kubectl.log
+# How long a step may take to reach both sides.
+SETTLE_TIMEOUT=90
+
+vm_load_netfilter || vm_finish
+vm_user_net || { vm_fail "user networking" "eth0 did not come up"; vm_finish; }
+# kube-proxy --cleanup runs `modprobe -va ip_vs` first and does nothing if it
+# fails; busybox's modprobe has no module index here. The modules are loaded
+# already, so a modprobe that checks /sys/module answers as the real one would.
+rm -f /usr/sbin/modprobe /usr/bin/modprobe
+cat >/usr/sbin/modprobe <<'EOF'
+#!/bin/sh
+for m in "$@"; do
+    case $m in -*) continue ;; esac
+    [ -d "/sys/module/$(echo "$m" | tr - _)" ] || { echo "modprobe: FATAL: Module $m not found." >&2; exit 1; }
+done
+EOF
+chmod 755 /usr/sbin/modprobe
+# Debian's iptables is iptables-nft: one binary, named by how it is called.
+for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    ln -sf xtables-nft-multi "/usr/sbin/$t"
+done
+sed "s|__SERVER__|https://10.0.2.2:$API_PORT|" /data/kubeconfig >/run/kubeconfig-vm
+sed "s|__SERVER__|https://127.0.0.1:6443|" /data/kubeconfig >/run/kubeconfig-node
+# The namespaces reach the apiserver through a Unix socket (file system
+# paths are shared by all namespaces): socat in each listens on its own
+# 127.0.0.1:6443, socat here connects to the host.
+socat UNIX-LISTEN:/run/apiserver.sock,fork TCP:10.0.2.2:"$API_PORT" &
+echo $! >>"$VM_STATE/pids"
+
+# node_netns NAME: a namespace shaped like node-a.
+node_netns() {
+    local ns="$1"
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip netns exec "$ns" sh -c 'echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad'
+    ip -n "$ns" link add eth0 type dummy
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" addr add "$NODE_IP4/24" dev eth0
+    ip -n "$ns" addr add "$NODE_IP6/64" dev eth0 nodad
+    # The kernel refuses NAT real servers it cannot route.
+    ip -n "$ns" route add default dev eth0
+    ip -n "$ns" -6 route add default dev eth0
+    ip netns exec "$ns" socat TCP-LISTEN:6443,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/run/apiserver.sock &
+    echo $! >>"$VM_STATE/pids"
+}
+
+# table NS: the namespace's IPVS table and kube-ipvs0 addresses, sorted.
+table() {
+    local ns="$1"
+    ip netns exec "$ns" ipvsadm-save -n | LC_ALL=C sort
+    echo "kube-ipvs0:"
+    ip -n "$ns" -o addr show dev kube-ipvs0 2>/dev/null | awk '{print $4}' | LC_ALL=C sort
+}
+
+# compare STEP [REFERENCE OTHER]: wait until REFERENCE's table (default
+# kube-proxy's) has changed from the one before the step, and OTHER's
+# (default the agent's) has been equal to it on three reads 2 s apart; PASS
+# then, else FAIL with the diff of the last reads after SETTLE_TIMEOUT
+# seconds. The change check keeps a step that reached neither side from
+# passing as "identical". BEFORE holds the reference's table between steps.
+BEFORE="$(table kube-proxy 2>/dev/null || true)"
+compare() {
+    local step="$1" ref="${2:-kube-proxy}" other="${3:-svcnet}" a b changed=0 streak=0
+    local deadline=$((SECONDS + SETTLE_TIMEOUT))
+    while ((SECONDS < deadline)); do
+        a="$(table "$ref")"
+        b="$(table "$other")"
+        [[ $a != "$BEFORE" ]] && changed=1
+        if ((changed)) && [[ $a == "$b" ]]; then
+            streak=$((streak + 1))
+            ((streak >= 3)) && break
+        else
+            streak=0
+        fi
+        sleep 2
+    done
+    BEFORE="$a"
+    if ((!changed)); then
+        echo "--- $step: the $ref namespace's table did not change within ${SETTLE_TIMEOUT} s; kube-proxy's log ends:"
+        tail -n 15 /run/kube-proxy.log
+        vm_fail "$step" "the $ref namespace's table did not change" || true
+    elif ((streak >= 3)); then
+        vm_pass "$step" "identical: $(grep -c '^-A' <<<"$a") virtual servers, $(grep -c '^-a' <<<"$a") real servers, $(sed -n '/^kube-ipvs0:$/,$p' <<<"$a" | grep -vc '^kube-ipvs0:') addresses"
+    else
+        echo "--- $step: the tables (sorted) differ: diff -u $ref $other"
+        diff -u <(printf '%s\n' "$a") <(printf '%s\n' "$b") | tail -n +3 || true
+        vm_fail "$step" "differs" || true
+    fi
+}
+
+kc() { "${KUBECTL[@]}" "$@" 2>>"$KUBECTL_LOG" || { tail -n 3 "$KUBECTL_LOG"; return 1; }; }
+
+# pod NAME NODE IP4 [IP6]: a ready Pod of app=churn in namespace churn, with
+# the status a kubelet would write.
+pod() {
+    local name="$1" node="$2" ip4="$3" ip6="${4:-}" ips
+    kc create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $name, namespace: churn, labels: {app: churn}}
+spec:
+  nodeName: $node
+  containers: [{name: main, image: registry.k8s.io/pause:3.10, ports: [{containerPort: 8080}]}]
+EOF
+    ips="{\"ip\":\"$ip4\"}"
+    [[ -n $ip6 ]] && ips+=",{\"ip\":\"$ip6\"}"
+    kc patch pod "$name" -n churn --subresource=status --type=merge -p \
+        "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],\"podIP\":\"$ip4\",\"podIPs\":[$ips]}}" >/dev/null
+}
+
+svc_patch() { kc patch service churn-web -n churn --type=merge -p "$1" >/dev/null; }
+
+# --- the two nodes -----------------------------------------------------------
+node_netns kube-proxy
+node_netns svcnet
+vm_info "kube-proxy $(kube-proxy --version 2>&1) and ipvs-agent $(ipvs-agent --version 2>&1 | awk '{print $2}') in namespaces of one kernel"
+
+ip netns exec kube-proxy kube-proxy --proxy-mode=ipvs --kubeconfig /run/kubeconfig-node \
+    --hostname-override node-a --cluster-cidr "$CLUSTER_CIDR" --conntrack-max-per-core=0 \
+    --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256 >/run/kube-proxy.log 2>&1 &
+KUBE_PROXY_PID=$!
+echo "$KUBE_PROXY_PID" >>"$VM_STATE/pids"
+ip netns exec svcnet env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
+    --hostname-override node-a --state-file /run/svcnet-state.json >/run/svcnet.log 2>&1 &
+echo $! >>"$VM_STATE/pids"
+
+compare "the manifests"
+if ! grep -q '^-A -t 10.96.0.1:443 ' <<<"$BEFORE"; then
+    vm_fail "the default/kubernetes Service is programmed" "kube-proxy's table has no 10.96.0.1:443" || true
+fi
+
+# --- churn ---------------------------------------------------------------------
+kc create namespace churn >/dev/null
+kc create -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: churn-web, namespace: churn}
+spec:
+  selector: {app: churn}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+EOF
+pod c1 node-a 10.244.1.101
+pod c2 node-b 10.244.2.101
+compare "churn: a Service with two endpoints"
+
+pod c3 node-a 10.244.1.102
+pod c4 node-b 10.244.2.102
+compare "churn: scaled up to four"
+
+kc delete pod c4 -n churn --grace-period=0 --force >/dev/null 2>&1
+compare "churn: scaled down to three"
+
+kc patch pod c3 -n churn --type=merge -p '{"metadata":{"finalizers":["svcnet.io/test-hold"]}}' >/dev/null
+kc delete pod c3 -n churn --wait=false >/dev/null
+compare "churn: an endpoint terminating"
+
+svc_patch '{"spec":{"ports":[{"name":"http","port":80,"targetPort":8080},{"name":"https","port":443,"targetPort":8443}]}}'
+compare "churn: a port added"
+
+svc_patch '{"spec":{"sessionAffinity":"ClientIP"}}'
+compare "churn: sessionAffinity ClientIP"
+
+svc_patch '{"spec":{"type":"NodePort"}}'
+compare "churn: type NodePort"
+
+svc_patch '{"spec":{"type":"LoadBalancer"}}'
+kc patch service churn-web -n churn --subresource=status --type=merge \
+    -p '{"status":{"loadBalancer":{"ingress":[{"ip":"198.51.100.40"}]}}}' >/dev/null
+compare "churn: type LoadBalancer with a status IP"
+
+svc_patch '{"spec":{"externalIPs":["198.51.100.41"]}}'
+compare "churn: externalIPs"
+
+svc_patch '{"spec":{"externalTrafficPolicy":"Local"}}'
+compare "churn: externalTrafficPolicy Local"
+
+kc create -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: churn-v6, namespace: churn}
+spec:
+  ipFamilies: [IPv6]
+  selector: {app: churn}
+  ports: [{port: 8080, targetPort: 8080}]
+EOF
+pod c5 node-a 10.244.1.103 fd00:10:244:1::103
+compare "churn: an IPv6 Service"
+
+kc delete service churn-web -n churn >/dev/null
+compare "churn: a Service deleted"
+
+# --- the same node after kube-proxy --cleanup ------------------------------------
+kill "$KUBE_PROXY_PID" 2>/dev/null || true
+wait "$KUBE_PROXY_PID" 2>/dev/null || true
+ip netns exec kube-proxy kube-proxy --cleanup --proxy-mode=ipvs >/run/kube-proxy-cleanup.log 2>&1 || true
+left="$(ip netns exec kube-proxy ipvsadm-save -n | grep -c '^-A' || true)"
+if [[ $left == 0 ]]; then
+    vm_pass "kube-proxy --cleanup empties its IPVS table"
+else
+    vm_fail "kube-proxy --cleanup empties its IPVS table" "$left virtual servers left" || true
+fi
+ip netns exec kube-proxy env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
+    --hostname-override node-a --state-file /run/svcnet-state-2.json >/run/svcnet-2.log 2>&1 &
+echo $! >>"$VM_STATE/pids"
+BEFORE="$(table kube-proxy)"
+compare "ipvs-agent where kube-proxy ran, after kube-proxy --cleanup" svcnet kube-proxy
+for f in kube-proxy svcnet svcnet-2; do
+    if grep -qiE 'panic|fatal' "/run/$f.log"; then
+        echo "--- /run/$f.log"
+        tail -n 30 "/run/$f.log"
+    fi
+done
+vm_finish
