@@ -43,7 +43,17 @@ Examples:
       --apiserver-endpoint 192.168.0.10:6443
 
   # Remove everything the agent owns (other virtual servers stay):
-  ipvs-agent cleanup";
+  ipvs-agent cleanup
+
+Exit status:
+  0  success
+  1  a sync (run --once) or cleanup did not complete, or an internal failure
+  2  usage: bad flags or a bad --config file
+  3  bad input: manifests or state files unreadable, not decoding, refused, or over a limit
+     (3 MiB per document, 64 MiB per file, nesting deeper than 100, more than 1,000 aliases
+     per document, more than 100,000 objects per file)
+  4  API: the apiserver could not be reached or read
+  5  kernel: IPVS, kube-ipvs0 or the sysctls could not be programmed or read";
 
 /// The `ipvs-agent` command line.
 #[derive(Debug, Parser)]

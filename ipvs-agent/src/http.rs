@@ -3,16 +3,44 @@
 //! longer than twice the sync period, and for `/healthz` also when the
 //! node is not eligible) and `/metrics` (Prometheus text). One request per
 //! connection, `GET` only; anything else gets 404 or 405.
+//!
+//! It is hardened against clients that misbehave: every connection is
+//! served in its own task, so idle or slow ones (slowloris) cannot hold
+//! up `/healthz`; the request head must arrive within [`HEAD_TIMEOUT`] and
+//! fit in [`MAX_HEAD`] bytes (431 otherwise), a request with a body is
+//! refused (413), a whole exchange is cut after [`CONNECTION_TIMEOUT`], at
+//! most [`MAX_CONNECTIONS`] are served at once (more are closed at once),
+//! and when `accept` fails (out of file descriptors, for example) the
+//! server backs off from [`ACCEPT_BACKOFF_MIN`] to [`ACCEPT_BACKOFF_MAX`]
+//! and logs once per burst of failures instead of spinning.
 
 use crate::kube_proxy_metrics::wall_now;
 use crate::metrics::Metrics;
+use std::future::Future;
+use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
-/// The longest request head read.
-const MAX_REQUEST: usize = 8 * 1024;
+/// The largest request head read (request line and headers).
+pub const MAX_HEAD: usize = 8 * 1024;
+
+/// How long a client has to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one connection may last, answer included.
+pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most connections served at once.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// The first wait after `accept` fails.
+pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(100);
+
+/// The longest wait between failing `accept`s.
+pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// What the server answers from.
 #[derive(Debug, Clone)]
@@ -23,39 +51,143 @@ pub struct Endpoints {
 
 /// Serves connections on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, endpoints: Endpoints) {
+    serve_from(|| listener.accept(), endpoints).await;
+}
+
+/// Serves the connections `accept` yields, backing off while it fails.
+async fn serve_from<A, F>(mut accept: A, endpoints: Endpoints)
+where
+    A: FnMut() -> F,
+    F: Future<Output = io::Result<(TcpStream, std::net::SocketAddr)>>,
+{
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut backoff: Option<Duration> = None;
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let stream = match accept().await {
+            Ok((stream, _)) => {
+                if backoff.take().is_some() {
+                    tracing::info!("accepting HTTP connections again");
+                }
+                stream
+            }
+            Err(e) => {
+                let wait = match backoff {
+                    None => {
+                        tracing::warn!(error = %e, "cannot accept HTTP connections; backing off");
+                        ACCEPT_BACKOFF_MIN
+                    }
+                    Some(wait) => (wait * 2).min(ACCEPT_BACKOFF_MAX),
+                };
+                backoff = Some(wait);
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // Too many at once: this one is closed unanswered.
+            drop(stream);
             continue;
         };
         let endpoints = endpoints.clone();
         tokio::spawn(async move {
-            // A client that goes away mid-request is not the agent's problem.
-            let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, &endpoints)).await;
+            // A client that goes away or stalls is not the agent's problem.
+            let _ = tokio::time::timeout(CONNECTION_TIMEOUT, answer(stream, &endpoints)).await;
+            drop(slot);
         });
     }
 }
 
-async fn answer(mut stream: TcpStream, endpoints: &Endpoints) -> std::io::Result<()> {
+/// What a client sent before its request is routed.
+enum Head {
+    /// The client closed the connection before the head was complete.
+    Closed,
+    /// The head is larger than [`MAX_HEAD`].
+    TooLarge,
+    /// The head, up to and with its blank line.
+    Complete(Vec<u8>),
+}
+
+/// Reads the request head.
+async fn read_head(stream: &mut TcpStream) -> io::Result<Head> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < MAX_REQUEST {
+    loop {
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|at| at + 4);
+        if end.unwrap_or(buf.len()) > MAX_HEAD {
+            return Ok(Head::TooLarge);
+        }
+        if let Some(end) = end {
+            buf.truncate(end);
+            return Ok(Head::Complete(buf));
+        }
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
-            break;
+            return Ok(Head::Closed);
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-    let head = String::from_utf8_lossy(&buf);
-    let mut parts = head.lines().next().unwrap_or_default().split_whitespace();
-    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-    let path = target.split('?').next().unwrap_or_default();
-    let (status, content_type, body) = route(method, path, endpoints);
+}
+
+async fn answer(mut stream: TcpStream, endpoints: &Endpoints) -> io::Result<()> {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let Ok(head) = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await else {
+        return Ok(());
+    };
+    let mut refused = true;
+    let (status, content_type, body) = match head? {
+        Head::Closed => return Ok(()),
+        Head::TooLarge => (
+            "431 Request Header Fields Too Large",
+            TEXT,
+            format!("request head larger than {MAX_HEAD} bytes\n"),
+        ),
+        Head::Complete(head) => {
+            let head = String::from_utf8_lossy(&head);
+            let mut lines = head.lines();
+            let mut parts = lines.next().unwrap_or_default().split_whitespace();
+            let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+            let path = target.split('?').next().unwrap_or_default();
+            if has_body(lines) {
+                ("413 Payload Too Large", TEXT, "no request body is accepted\n".into())
+            } else {
+                refused = false;
+                route(method, path, endpoints)
+            }
+        }
+    };
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(response.as_bytes()).await?;
-    stream.shutdown().await
+    stream.shutdown().await?;
+    if refused {
+        // Read (a bounded part of) what the client still sends, so that
+        // closing does not reset the connection before it reads the answer.
+        let mut sink = [0u8; 1024];
+        let drain = async {
+            for _ in 0..64 {
+                if stream.read(&mut sink).await? == 0 {
+                    break;
+                }
+            }
+            io::Result::Ok(())
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    }
+    Ok(())
+}
+
+/// Whether the headers announce a body (`Content-Length` above 0, or any
+/// `Transfer-Encoding`): none is accepted.
+fn has_body<'a>(headers: impl Iterator<Item = &'a str>) -> bool {
+    headers
+        .filter_map(|header| header.split_once(':'))
+        .any(|(name, value)| {
+            let name = name.trim();
+            (name.eq_ignore_ascii_case("content-length") && value.trim() != "0")
+                || name.eq_ignore_ascii_case("transfer-encoding")
+        })
 }
 
 fn route(method: &str, path: &str, endpoints: &Endpoints) -> (&'static str, &'static str, String) {
@@ -138,5 +270,73 @@ mod tests {
             .await
             .starts_with("HTTP/1.1 405"));
         server.abort();
+    }
+
+    fn serve_on_ephemeral_port(listener: TcpListener) -> tokio::task::JoinHandle<()> {
+        let metrics = Arc::new(Metrics::new(Duration::from_secs(60)));
+        metrics.kube_proxy.start(Vec::new(), wall_now());
+        tokio::spawn(serve(listener, Endpoints { metrics }))
+    }
+
+    /// 200 connections that send nothing hold no one up: /healthz answers
+    /// while they are all open.
+    #[tokio::test]
+    async fn idle_connections_do_not_block_healthz() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = serve_on_ephemeral_port(listener);
+        let mut idle = Vec::new();
+        for _ in 0..200 {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            // Half a request line, then nothing.
+            stream.write_all(b"GET /hea").await.unwrap();
+            idle.push(stream);
+        }
+        let answer = tokio::time::timeout(
+            Duration::from_secs(30),
+            get(addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+        )
+        .await
+        .expect("/healthz answers while 200 connections are idle");
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        drop(idle);
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn oversized_heads_and_bodies_are_refused() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = serve_on_ephemeral_port(listener);
+        let huge = format!("GET /healthz HTTP/1.1\r\nX-Padding: {}\r\n\r\n", "x".repeat(MAX_HEAD));
+        let answer = get(addr, &huge).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+            "{answer}"
+        );
+        let with_body = "GET /healthz HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+        let answer = get(addr, with_body).await;
+        assert!(answer.starts_with("HTTP/1.1 413 Payload Too Large\r\n"), "{answer}");
+        server.abort();
+    }
+
+    /// A failing `accept` (as when file descriptors run out) is retried
+    /// after a growing wait, not in a tight loop.
+    #[tokio::test]
+    async fn accept_errors_back_off() {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = calls.clone();
+        let metrics = Arc::new(Metrics::new(Duration::from_secs(60)));
+        let accept = move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::future::ready(Err(io::Error::from_raw_os_error(libc::EMFILE)))
+        };
+        let server = tokio::spawn(serve_from(accept, Endpoints { metrics }));
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        server.abort();
+        let calls = calls.load(std::sync::atomic::Ordering::Relaxed);
+        // 100 + 200 + 400 ms of waits fit in the second: four calls, and
+        // never the thousands a loop without a wait makes.
+        assert!((1..=6).contains(&calls), "{calls} accept calls in one second");
     }
 }

@@ -34,11 +34,23 @@ use svcnet_core::time::Time;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Exit status for bad flags, manifests or state (clap uses 2 as well).
+// Exit statuses, one per class of error (listed in `--help` and in
+// ipvs-agent/README.md). 0 is success; 1 a sync or cleanup that did not
+// complete, or an internal failure.
+
+/// Exit status for bad flags or a bad `--config` file (clap uses 2 as well).
 const USAGE: u8 = 2;
+
+/// Exit status for bad input: manifests or state files that cannot be
+/// read, do not decode, break an input limit or are refused.
+const INPUT: u8 = 3;
 
 /// Exit status when the apiserver cannot be reached or read (API mode).
 const API: u8 = 4;
+
+/// Exit status when the kernel cannot be programmed or read (netlink,
+/// sysctls).
+const KERNEL: u8 = 5;
 
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
@@ -77,9 +89,13 @@ struct Failure {
 
 impl From<ClusterError> for Failure {
     fn from(e: ClusterError) -> Self {
+        let status = match e {
+            ClusterError::Config(_) => USAGE,
+            ClusterError::State(_) | ClusterError::Manifest(_) => INPUT,
+        };
         Failure {
             message: e.to_string(),
-            status: USAGE,
+            status,
         }
     }
 }
@@ -118,7 +134,7 @@ fn load_cluster(common: &Common, announce: bool) -> Result<Cluster, Failure> {
         common.state_file.clone(),
         common.manifests.clone(),
     )?;
-    let refreshed = cluster.refresh().map_err(|e| failure(e, USAGE))?;
+    let refreshed = cluster.refresh().map_err(|e| failure(e, INPUT))?;
     if let Some(refreshed) = refreshed.filter(|_| announce) {
         log_outcome(&refreshed);
     }
@@ -427,12 +443,12 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
     let node = node_info(common, &cluster)?;
     let mut dataplane = connect_dataplane(true, false)
         .await
-        .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
+        .map_err(|e| failure(format!("cannot program the kernel: {e}"), KERNEL))?;
     let now = Clock::starting_at_least(cluster.control_plane().now()).now();
     let proxy = proxy_config(common, 0);
     let report = cleanup(&mut dataplane, &node, &proxy, now)
         .await
-        .map_err(|e| failure(format!("cannot read the kernel's IPVS table: {e}"), 1))?;
+        .map_err(|e| failure(format!("cannot read the kernel's IPVS table: {e}"), KERNEL))?;
     for line in &report.failed {
         tracing::warn!("not removed: {line}");
     }
@@ -453,7 +469,7 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
 
 /// `sysctls`: kube-proxy's IPVS sysctls, each change logged.
 fn sysctls_command(strict_arp: bool) -> Result<ExitCode, Failure> {
-    let changes = apply_sysctls(strict_arp).map_err(|e| failure(e, 1))?;
+    let changes = apply_sysctls(strict_arp).map_err(|e| failure(e, KERNEL))?;
     for change in &changes {
         tracing::info!(key = change.key, old = %change.old, new = %change.new, "sysctl set");
     }
@@ -481,7 +497,7 @@ async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<Linux
 async fn run_dataplane(args: &RunArgs) -> Result<LinuxDataplane, Failure> {
     let mut dataplane = connect_dataplane(args.skip_sysctls, args.ipvs_strict_arp)
         .await
-        .map_err(|e| failure(format!("cannot program the kernel: {e}"), 1))?;
+        .map_err(|e| failure(format!("cannot program the kernel: {e}"), KERNEL))?;
     let seconds = |d: Duration| u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
     let timeouts = Timeouts {
         tcp: seconds(args.ipvs_tcp_timeout),
@@ -492,7 +508,7 @@ async fn run_dataplane(args: &RunArgs) -> Result<LinuxDataplane, Failure> {
         dataplane
             .ipvs()
             .set_timeouts(&timeouts)
-            .map_err(|e| failure(format!("cannot set the IPVS timeouts: {e}"), 1))?;
+            .map_err(|e| failure(format!("cannot set the IPVS timeouts: {e}"), KERNEL))?;
         tracing::info!(
             tcp = timeouts.tcp,
             tcp_fin = timeouts.tcp_fin,

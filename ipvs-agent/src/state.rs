@@ -19,6 +19,7 @@
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use svcnet_core::api::limits::{check_file_size, LimitError};
 use svcnet_core::controlplane::Snapshot;
 use svcnet_core::proxy::PlanState;
 use thiserror::Error;
@@ -26,6 +27,14 @@ use thiserror::Error;
 /// Why the state file could not be used.
 #[derive(Debug, Error)]
 pub enum StateError {
+    /// The file is larger than the limit on files; it is not read.
+    #[error("state file {path}: {limit}")]
+    Limit {
+        /// The file.
+        path: PathBuf,
+        /// The limit broken.
+        limit: LimitError,
+    },
     /// The file exists but could not be read.
     #[error("state file {path}: cannot read: {source}")]
     Read {
@@ -122,6 +131,15 @@ pub fn save_plan_state(path: &Path, state: &PlanState) -> Result<(), StateError>
 
 /// The file's text; `None` when it does not exist.
 fn read(path: &Path) -> Result<Option<String>, StateError> {
+    // Checked before reading; serde_json's own depth limit (128) keeps
+    // the decoding linear.
+    if let Ok(meta) = fs::metadata(path) {
+        let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+        check_file_size(size).map_err(|limit| StateError::Limit {
+            path: path.to_path_buf(),
+            limit,
+        })?;
+    }
     match fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -166,6 +184,19 @@ fn write_atomically(path: &Path, json: &[u8]) -> Result<(), StateError> {
 mod tests {
     use super::*;
     use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
+
+    #[test]
+    fn a_state_file_over_the_limit_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        // Sparse: no 64 MiB are written.
+        let file = File::create(&path).unwrap();
+        file.set_len(svcnet_core::api::limits::MAX_FILE_BYTES as u64 + 1)
+            .unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(matches!(err, StateError::Limit { .. }), "{err}");
+        assert!(err.to_string().contains("Request entity too large"), "{err}");
+    }
 
     #[test]
     fn round_trip_and_missing_file() {

@@ -1,6 +1,7 @@
 //! The real `ipvs-agent` binary run on the repository's examples: `plan` in
 //! every format, the help, and how bad flags, manifests and state files are
-//! reported (one `error:` line naming file, document and field; status 2).
+//! reported (one `error:` line naming file, document and field; status 3;
+//! bad flags: status 2).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -111,7 +112,7 @@ fn a_bad_manifest_is_one_error_line_with_file_document_and_field() {
     )
     .unwrap();
     let out = agent(&["plan", "--manifests", file.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert_eq!(
         stderr(&out),
         format!(
@@ -128,7 +129,7 @@ fn a_corrupt_state_file_is_an_error_not_a_reset() {
     let state = dir.path().join("state.json");
     std::fs::write(&state, "{\"config\":").unwrap();
     let out = agent(&["plan", "--state-file", state.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let err = stderr(&out);
     assert!(
         err.starts_with(&format!(
@@ -197,4 +198,26 @@ fn help_teaches() {
     ] {
         assert!(run.contains(want), "{want} missing from\n{run}");
     }
+}
+
+#[test]
+fn a_deeply_nested_manifest_is_refused_fast_with_status_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deep.yaml");
+    let n = 100_000;
+    let text = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  annotations: {}{}\n",
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = agent(&["plan", "--manifests", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: {}: document 1: line 5: nesting is deeper than the limit of 100 levels\n",
+            file.display()
+        )
+    );
 }

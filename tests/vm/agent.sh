@@ -233,10 +233,10 @@ bad_manifest() {
         return 1
     fi
     mv /tmp/services.yaml.new "$M/services.yaml"
-    # plan refuses it: status 2, one error line naming the file and the field.
+    # plan refuses it: status 3 (bad input), one error line naming the file and the field.
     err="$(agent plan "${COMMON[@]}" --format ipvsadm-save 2>&1 >/dev/null)" || status=$?
     printf 'plan: %s\n' "$err"
-    vm_check_eq h-plan-exit-2 2 "$status"
+    vm_check_eq h-plan-exit-3 3 "$status"
     vm_check h-plan-names-file-and-field eval "grep -q '^error: .*services.yaml.*port' <<<\"\$err\""
     # run logs it and keeps the last good state: several syncs later, the
     # same rules, even after a drift repair.

@@ -11,9 +11,12 @@
 
 use super::endpoint_slice::EndpointSlice;
 use super::endpoints::Endpoints;
+use super::limits::{check_file_size, LimitError, MAX_ALIAS_EXPANSION, MAX_OBJECTS};
 use super::pod::{Node, Pod};
+use super::scan::scan;
 use super::service::Service;
 use super::service_cidr::ServiceCidr;
+use super::value;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -123,12 +126,45 @@ impl Object {
 
 /// Why a manifest could not be read.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("document {document}: {message}")]
-pub struct ManifestError {
-    /// 1-based index of the document in the text.
-    pub document: usize,
-    /// What is wrong, in kubectl's words where it has some.
-    pub message: String,
+pub enum ManifestError {
+    /// The text as a whole is too large to be read.
+    #[error("{0}")]
+    Text(LimitError),
+    /// A document breaks one of the input limits.
+    #[error("document {document}: {limit}")]
+    Limit {
+        /// 1-based index of the document in the text.
+        document: usize,
+        /// The limit broken.
+        limit: LimitError,
+    },
+    /// A document does not decode: bad YAML or JSON, a key given twice, an
+    /// unknown field, a wrong type, an unknown kind.
+    #[error("document {document}: {message}")]
+    Invalid {
+        /// 1-based index of the document in the text.
+        document: usize,
+        /// What is wrong, in kubectl's or kube-apiserver's words.
+        message: String,
+    },
+}
+
+impl ManifestError {
+    /// The 1-based number of the document at fault, if one is.
+    pub fn document(&self) -> Option<usize> {
+        match self {
+            ManifestError::Text(_) => None,
+            ManifestError::Limit { document, .. } | ManifestError::Invalid { document, .. } => Some(*document),
+        }
+    }
+
+    /// What is wrong, without the document's number.
+    pub fn message(&self) -> String {
+        match self {
+            ManifestError::Text(limit) | ManifestError::Limit { limit, .. } => limit.to_string(),
+            ManifestError::Invalid { message, .. } => message.clone(),
+        }
+    }
 }
 
 /// Parses YAML or JSON text holding one or more objects (`---`-separated
@@ -141,10 +177,15 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
 /// object came from (the items of a `kind: List` share their document's),
 /// so a caller can name the document when the object is later refused.
 ///
-/// Decoding first runs without tracking where it is in each object (which
-/// costs an allocation per field); only when that fails is the text decoded
-/// again with the tracking on, so the error names the field.
+/// The text is held to the input limits ([`super::limits`]) first, by a
+/// linear scan ([`super::scan`]), so that nothing is parsed of a text too
+/// large or too deeply nested. Decoding then first runs without tracking
+/// where it is in each object (which costs an allocation per field); only
+/// when that fails is the text decoded again with the tracking on, so the
+/// error names the field.
 pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError> {
+    check_file_size(text.len()).map_err(ManifestError::Text)?;
+    scan(text).map_err(|(document, limit)| ManifestError::Limit { document, limit })?;
     parse_documents_with(text, Paths::Untracked).or_else(|_| parse_documents_with(text, Paths::Tracked))
 }
 
@@ -157,27 +198,97 @@ enum Paths {
 
 fn parse_documents_with(text: &str, paths: Paths) -> Result<Vec<(usize, Object)>, ManifestError> {
     let mut objects = Vec::new();
+    // Nodes the whole text may decode to: a document without aliases has
+    // at most two per byte; aliases may add MAX_ALIAS_EXPANSION.
+    let mut budget = text.len().saturating_mul(2).saturating_add(MAX_ALIAS_EXPANSION);
+    let json = text.trim_start().starts_with(['{', '[']);
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let document = i + 1;
-        let fail = |message: String| ManifestError { document, message };
-        let value = serde_json::Value::deserialize(doc).map_err(|e| fail(format!("invalid YAML or JSON: {e}")))?;
+        let fail = |message: String| ManifestError::Invalid { document, message };
+        let (value, problem) = value::decode(doc, budget);
+        let value = match value {
+            Ok(value) => value,
+            Err(_) if problem.budget_exhausted => {
+                let limit = LimitError::AliasExpansion {
+                    limit: text.len().saturating_mul(2).saturating_add(MAX_ALIAS_EXPANSION),
+                };
+                return Err(ManifestError::Limit { document, limit });
+            }
+            Err(e) => match problem.duplicate {
+                Some((key, path)) => return Err(fail(duplicate_key(&key, &path, problem.kind, json, &e))),
+                None => return Err(fail(format!("invalid YAML or JSON: {e}"))),
+            },
+        };
+        budget = problem.remaining;
         if value.is_null() {
             continue;
         }
+        let too_many = |objects: &Vec<(usize, Object)>, more: usize| {
+            if objects.len() + more > MAX_OBJECTS {
+                let limit = LimitError::TooManyObjects { limit: MAX_OBJECTS };
+                return Err(ManifestError::Limit { document, limit });
+            }
+            Ok(())
+        };
         if value.get("kind").and_then(|k| k.as_str()) == Some("List") {
             let items = value
                 .get("items")
                 .and_then(|i| i.as_array())
                 .cloned()
                 .unwrap_or_default();
+            too_many(&objects, items.len())?;
             for item in items {
                 objects.push((document, decode_with(item, paths).map_err(fail)?));
             }
         } else {
+            too_many(&objects, 1)?;
             objects.push((document, decode_with(value, paths).map_err(fail)?));
         }
     }
     Ok(objects)
+}
+
+/// A key given twice, in kube-apiserver's words for strict decoding:
+/// go-yaml's (through sigs.k8s.io/yaml's `YAMLToJSONStrict`, with the line
+/// of the second value) for YAML, sigs.k8s.io/json's for JSON. Prefixed as
+/// the apiserver does when the object's kind came before the key, else as
+/// kubectl's YAML-to-JSON conversion words it.
+fn duplicate_key(
+    key: &str,
+    path: &[value::Segment],
+    kind: Option<(String, String)>,
+    json: bool,
+    error: &serde_yaml_ng::Error,
+) -> String {
+    let detail = if json {
+        let mut field = String::new();
+        for segment in path.iter().rev() {
+            match segment {
+                value::Segment::Key(k) => {
+                    field.push_str(k);
+                    field.push('.');
+                }
+                value::Segment::Index(i) => {
+                    if field.ends_with('.') {
+                        field.pop();
+                    }
+                    field.push_str(&format!("[{i}]."));
+                }
+            }
+        }
+        field.push_str(key);
+        format!("duplicate field {field:?}")
+    } else {
+        let line = error.location().map_or(0, |l| l.line());
+        format!("yaml: unmarshal errors:\n  line {line}: key {key:?} already set in map")
+    };
+    match kind {
+        Some((kind, version)) => {
+            format!("{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {detail}")
+        }
+        None if json => format!("json: {detail}"),
+        None => format!("error converting YAML to JSON: {detail}"),
+    }
 }
 
 /// Decodes one object from its JSON value, dispatching on `apiVersion`/`kind`.
@@ -307,7 +418,7 @@ mod tests {
         let text =
             "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports:\n  - port: 80\n    targetport: 8080\n";
         let err = parse_manifests(text).unwrap_err();
-        assert_eq!(err.document, 1);
+        assert_eq!(err.document(), Some(1));
         assert_eq!(
             err.to_string(),
             "document 1: Service in version \"v1\" cannot be handled as a Service: strict decoding error: unknown field \"spec.ports[0].targetport\""
@@ -318,17 +429,17 @@ mod tests {
     fn wrong_types_name_the_field() {
         let text = "---\napiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec:\n  ports:\n  - port: eighty\n";
         let err = parse_manifests(text).unwrap_err();
-        assert!(err.message.contains("spec.ports[0].port"), "{err}");
+        assert!(err.message().contains("spec.ports[0].port"), "{err}");
     }
 
     #[test]
     fn unknown_kind_and_missing_kind() {
         let err = parse_manifests("apiVersion: v1\nkind: Frob\n").unwrap_err();
-        assert_eq!(err.message, "no matches for kind \"Frob\" in version \"v1\"");
+        assert_eq!(err.message(), "no matches for kind \"Frob\" in version \"v1\"");
         let err = parse_manifests("apiVersion: v1\nmetadata: {name: a}\n").unwrap_err();
-        assert!(err.message.starts_with("Object 'Kind' is missing in"), "{err}");
+        assert!(err.message().starts_with("Object 'Kind' is missing in"), "{err}");
         let err = parse_manifests("a: [1, 2\n").unwrap_err();
-        assert!(err.message.starts_with("invalid YAML or JSON"), "{err}");
+        assert!(err.message().starts_with("invalid YAML or JSON"), "{err}");
     }
 
     #[test]
@@ -363,7 +474,7 @@ mod tests {
 
     #[test]
     fn typos_in_the_typed_parts_of_a_pod_are_still_named() {
-        let err = |text: &str| parse_manifests(text).unwrap_err().message;
+        let err = |text: &str| parse_manifests(text).unwrap_err().message();
         assert_eq!(
             err("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nsepc: {}\n"),
             "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"sepc\""
@@ -394,13 +505,126 @@ mod tests {
     fn endpoint_slices_decode_strictly() {
         let text = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s}\naddressType: IPv4\nendpoints: [{addresses: [10.0.0.1], conditions: {ready: true, servng: true}}]\n";
         assert_eq!(
-            parse_manifests(text).unwrap_err().message,
+            parse_manifests(text).unwrap_err().message(),
             "EndpointSlice in version \"discovery.k8s.io/v1\" cannot be handled as a EndpointSlice: strict decoding error: unknown field \"endpoints[0].conditions.servng\""
         );
         let wrong_group = "apiVersion: v1\nkind: EndpointSlice\nmetadata: {name: s}\n";
         assert_eq!(
-            parse_manifests(wrong_group).unwrap_err().message,
+            parse_manifests(wrong_group).unwrap_err().message(),
             "no matches for kind \"EndpointSlice\" in version \"v1\""
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_parsing() {
+        let n = 100_000;
+        let yaml = format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  annotations: {}{}\n",
+            "[".repeat(n),
+            "]".repeat(n)
+        );
+        assert_eq!(
+            parse_manifests(&yaml).unwrap_err(),
+            ManifestError::Limit {
+                document: 1,
+                limit: LimitError::TooDeep { line: 5, limit: 100 }
+            }
+        );
+        let json = format!(
+            "{{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{{\"name\":\"a\",\"annotations\":{}1{}}}}}",
+            "{\"a\":".repeat(n),
+            "}".repeat(n)
+        );
+        let err = parse_manifests(&json).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "document 1: line 1: nesting is deeper than the limit of 100 levels"
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_as_the_apiserver_words_it() {
+        let yaml = "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nmetadata:\n  name: b\n";
+        assert_eq!(
+            parse_manifests(yaml).unwrap_err().to_string(),
+            "document 1: Service in version \"v1\" cannot be handled as a Service: strict decoding error: \
+             yaml: unmarshal errors:\n  line 6: key \"metadata\" already set in map"
+        );
+        let first = "metadata: {name: a}\nmetadata: {name: b}\nkind: Service\napiVersion: v1\n";
+        assert_eq!(
+            parse_manifests(first).unwrap_err().message(),
+            "error converting YAML to JSON: yaml: unmarshal errors:\n  line 2: key \"metadata\" already set in map"
+        );
+        let json = r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"},
+            "spec": {"ports": [{"port": 80, "port": 81}]}}"#;
+        assert_eq!(
+            parse_manifests(json).unwrap_err().message(),
+            "Service in version \"v1\" cannot be handled as a Service: strict decoding error: \
+             duplicate field \"spec.ports[0].port\""
+        );
+        let json = r#"{"metadata": {}, "metadata": {}}"#;
+        assert_eq!(
+            parse_manifests(json).unwrap_err().message(),
+            "json: duplicate field \"metadata\""
+        );
+    }
+
+    #[test]
+    fn a_huge_annotation_is_refused_by_size_before_decoding() {
+        let text = format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  annotations:\n    big: {}\n",
+            "x".repeat(50 * 1024 * 1024)
+        );
+        assert_eq!(
+            parse_manifests(&text).unwrap_err(),
+            ManifestError::Limit {
+                document: 1,
+                limit: LimitError::DocumentTooLarge {
+                    limit: super::super::limits::MAX_DOCUMENT_BYTES
+                }
+            }
+        );
+    }
+
+    #[test]
+    fn billion_laughs_are_refused() {
+        let mut text = String::from("apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  labels:\n");
+        text.push_str("    l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for level in 1..10 {
+            let previous = format!("*l{}", level - 1);
+            text.push_str(&format!(
+                "    l{level}: &l{level} [{}]\n",
+                vec![previous; 10].join(", ")
+            ));
+        }
+        let err = parse_manifests(&text).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ManifestError::Limit {
+                    document: 1,
+                    limit: LimitError::AliasExpansion { .. }
+                }
+            ),
+            "{err}"
+        );
+        // A few aliases within the budget are fine.
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: a, labels: &l {app: a}}\nspec: {selector: *l}\n";
+        let Object::Service(svc) = &parse_manifests(text).unwrap()[0] else {
+            panic!("not a Service");
+        };
+        assert_eq!(svc.spec.selector.as_ref().map(|s| s["app"].as_str()), Some("a"));
+    }
+
+    #[test]
+    fn too_many_objects() {
+        let text = format!(
+            "apiVersion: v1\nkind: List\nitems: [{}]\n",
+            vec!["{}"; MAX_OBJECTS + 1].join(",")
+        );
+        assert_eq!(
+            parse_manifests(&text).unwrap_err().message(),
+            "more than 100000 objects in one file"
         );
     }
 }

@@ -7,11 +7,14 @@
 
 pub mod endpoint_slice;
 pub mod endpoints;
+pub mod limits;
 pub mod manifest;
 pub mod meta;
 pub mod pod;
+pub mod scan;
 pub mod service;
 pub mod service_cidr;
+pub mod value;
 
 pub use endpoint_slice::EndpointSlice;
 pub use endpoints::Endpoints;

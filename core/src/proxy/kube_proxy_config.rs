@@ -35,6 +35,9 @@ pub enum KubeProxyConfigError {
     /// without the brackets, as Go's error lists print).
     #[error("failed validate: {}", error_list(.0))]
     Invalid(Vec<FieldError>),
+    /// The file breaks an input limit (size, nesting, aliases).
+    #[error("failed complete: {0}")]
+    Limit(crate::api::limits::LimitError),
     /// What svcnet cannot do (another proxy mode); kube-proxy accepts it.
     #[error("{0}")]
     Unsupported(FieldError),
@@ -193,6 +196,7 @@ enum Kind {
 
 /// Reads a configuration file's text (YAML or JSON).
 pub fn read(text: &str) -> Result<ReadConfig, KubeProxyConfigError> {
+    crate::api::limits::check_text(text).map_err(KubeProxyConfigError::Limit)?;
     let value: Value = serde_yaml_ng::from_str(text).map_err(|e| KubeProxyConfigError::Decode(format!("yaml: {e}")))?;
     let Value::Object(root) = value else {
         return Err(KubeProxyConfigError::Decode(

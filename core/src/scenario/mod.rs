@@ -310,6 +310,7 @@ impl VectorReport {
 
 /// Parses a vector file (YAML or JSON) and runs it.
 pub fn run_vector_text(text: &str) -> Result<VectorReport, String> {
+    crate::api::limits::check_text(text).map_err(|e| format!("invalid vector: {e}"))?;
     let vector: Vector = serde_yaml_ng::from_str(text).map_err(|e| format!("invalid vector: {e}"))?;
     Ok(run_vector(&vector))
 }

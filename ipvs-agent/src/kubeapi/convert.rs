@@ -2,8 +2,10 @@
 //! the Kubernetes JSON shape, so the conversion is a JSON round trip; an
 //! object the core cannot read is named in the error.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use svcnet_core::api::limits::check_meta_parts;
 use svcnet_core::proxy::watch_cache::Watched;
 
 /// The core's object for a k8s-openapi one.
@@ -12,25 +14,46 @@ fn to_core<T: DeserializeOwned>(object: &impl Serialize, kind: &str, name: &str)
     serde_json::from_value(value).map_err(|e| format!("{kind} {name}: {e}"))
 }
 
+/// The pairs of an optional string map.
+fn pairs(map: &Option<std::collections::BTreeMap<String, String>>) -> impl Iterator<Item = (&str, &str)> {
+    map.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))
+}
+
+/// Holds an object's metadata to Kubernetes' limits (names, labels,
+/// annotations) before it is converted: objects from the apiserver passed
+/// its admission, but the agent does not take that on trust.
+fn check_limits(meta: &ObjectMeta, kind: &str, name: &str) -> Result<(), String> {
+    check_meta_parts(
+        meta.name.as_deref().unwrap_or_default(),
+        meta.namespace.as_deref().unwrap_or_default(),
+        pairs(&meta.labels),
+        pairs(&meta.annotations),
+    )
+    .map_err(|e| format!("{kind} {name}: {e}"))
+}
+
 /// A Service as the core's [`Watched`].
 pub fn service(svc: &k8s_openapi::api::core::v1::Service) -> Result<Watched, String> {
     let name = describe(&svc.metadata);
+    check_limits(&svc.metadata, "Service", &name)?;
     to_core(svc, "Service", &name).map(|s| Watched::Service(Box::new(s)))
 }
 
 /// An EndpointSlice as the core's [`Watched`].
 pub fn endpoint_slice(slice: &k8s_openapi::api::discovery::v1::EndpointSlice) -> Result<Watched, String> {
     let name = describe(&slice.metadata);
+    check_limits(&slice.metadata, "EndpointSlice", &name)?;
     to_core(slice, "EndpointSlice", &name).map(|s| Watched::EndpointSlice(Box::new(s)))
 }
 
 /// A Node as the core's [`Watched`].
 pub fn node(node: &k8s_openapi::api::core::v1::Node) -> Result<Watched, String> {
     let name = describe(&node.metadata);
+    check_limits(&node.metadata, "Node", &name)?;
     to_core(node, "Node", &name).map(|n| Watched::Node(Box::new(n)))
 }
 
-fn describe(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+fn describe(meta: &ObjectMeta) -> String {
     match (&meta.namespace, &meta.name) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         (None, Some(name)) => name.clone(),
@@ -57,5 +80,22 @@ mod tests {
         assert_eq!(core.metadata.namespace, "shop");
         assert_eq!(core.spec.cluster_ip, "10.96.0.20");
         assert_eq!(core.spec.ports[0].port, 80);
+    }
+
+    #[test]
+    fn objects_over_the_metadata_limits_are_refused() {
+        let mut svc = k8s_openapi::api::core::v1::Service::default();
+        svc.metadata.name = Some("web".into());
+        svc.metadata.namespace = Some("shop".into());
+        svc.metadata.annotations = Some([("big".to_string(), "x".repeat(300 * 1024))].into());
+        assert_eq!(
+            service(&svc).unwrap_err(),
+            "Service shop/web: metadata.annotations: Too long: may not be more than 262144 bytes"
+        );
+        svc.metadata.annotations = None;
+        svc.metadata.labels = Some([("app".to_string(), "v".repeat(64))].into());
+        assert!(service(&svc)
+            .unwrap_err()
+            .contains("must be no more than 63 characters"));
     }
 }

@@ -11,6 +11,7 @@ use super::{ManifestError, Origin, Source};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use svcnet_core::api::manifest::ManifestError as CoreError;
 use svcnet_core::api::manifest::Object;
 use svcnet_core::controlplane::{ApiError, ObjectRef};
 
@@ -30,10 +31,22 @@ pub struct ManifestFile {
 impl ManifestFile {
     /// Decodes every document of `source`.
     pub(super) fn decode(source: &Source) -> Result<ManifestFile, ManifestError> {
-        let objects = super::parse_documents(&source.text).map_err(|e| ManifestError::Decode {
-            path: source.path.clone(),
-            document: e.document,
-            message: e.message,
+        let objects = super::parse_documents(&source.text).map_err(|e| match e {
+            CoreError::Text(limit) => ManifestError::Limit {
+                path: source.path.clone(),
+                document: None,
+                limit,
+            },
+            CoreError::Limit { document, limit } => ManifestError::Limit {
+                path: source.path.clone(),
+                document: Some(document),
+                limit,
+            },
+            CoreError::Invalid { document, message } => ManifestError::Decode {
+                path: source.path.clone(),
+                document,
+                message,
+            },
         })?;
         let refs = objects.iter().map(|(_, o)| ObjectRef::of(o)).collect();
         Ok(ManifestFile {

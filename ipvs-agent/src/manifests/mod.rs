@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use svcnet_core::api::limits::{check_file_size, LimitError};
 use svcnet_core::api::manifest::parse_documents;
 use svcnet_core::controlplane::ApiError;
 use svcnet_core::field::FieldError;
@@ -47,6 +48,18 @@ pub enum ManifestError {
         document: usize,
         /// The core's message, with the field path.
         message: String,
+    },
+    /// A file, or one of its documents, breaks an input limit (size,
+    /// nesting, aliases, objects).
+    #[error("{path}: {}{limit}", .document.map(|d| format!("document {d}: ")).unwrap_or_default())]
+    Limit {
+        /// The file.
+        path: PathBuf,
+        /// 1-based document number in the file, when one document is at
+        /// fault rather than the whole file.
+        document: Option<usize>,
+        /// The limit broken.
+        limit: LimitError,
     },
     /// The control plane refused an object (validation, allocation).
     #[error("{path}: document {document} ({object}): {}", refusal(.error))]
@@ -115,7 +128,7 @@ impl Sources {
     fn read_files(files: &[PathBuf]) -> Result<Sources, ManifestError> {
         let mut sources = Vec::with_capacity(files.len());
         for file in files {
-            let text = std::fs::read_to_string(file).map_err(|e| read_error(file, e))?;
+            let text = read_limited(file)?;
             sources.push(Source {
                 path: file.clone(),
                 text,
@@ -274,6 +287,31 @@ fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
         files.extend(expand(path)?);
     }
     Ok(files)
+}
+
+/// A manifest file's text, refused before it is read when it is larger
+/// than the limit (and, should it grow while being read, after reading
+/// no more than one byte past it).
+fn read_limited(file: &Path) -> Result<String, ManifestError> {
+    use std::io::Read;
+    let too_large = |size: usize| {
+        check_file_size(size).map_err(|limit| ManifestError::Limit {
+            path: file.to_path_buf(),
+            document: None,
+            limit,
+        })
+    };
+    let opened = std::fs::File::open(file).map_err(|e| read_error(file, e))?;
+    let size = opened.metadata().map_err(|e| read_error(file, e))?.len();
+    too_large(usize::try_from(size).unwrap_or(usize::MAX))?;
+    let mut text = String::new();
+    let limit = svcnet_core::api::limits::MAX_FILE_BYTES as u64 + 1;
+    opened
+        .take(limit)
+        .read_to_string(&mut text)
+        .map_err(|e| read_error(file, e))?;
+    too_large(text.len())?;
+    Ok(text)
 }
 
 /// A file or directory that could not be read or stat'ed, by name.

@@ -1,0 +1,256 @@
+//! One YAML or JSON document into a `serde_json::Value`, strictly: a key
+//! given twice in a mapping is refused (as kube-apiserver's strict
+//! decoding does) and the number of nodes is bounded, so aliases cannot
+//! expand a small document into a huge value ("billion laughs").
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use std::cell::RefCell;
+use std::fmt;
+
+/// What went wrong while building the value, beyond the parser's errors.
+#[derive(Debug, Default)]
+pub struct Problem {
+    /// A key given twice, with the path to the mapping it is in
+    /// (innermost step first).
+    pub duplicate: Option<(String, Vec<Segment>)>,
+    /// The node budget ran out.
+    pub budget_exhausted: bool,
+    /// The `kind` and `apiVersion` of the innermost object the duplicate
+    /// key is in, when they came before it.
+    pub kind: Option<(String, String)>,
+    /// What is left of the node budget.
+    pub remaining: usize,
+}
+
+/// One step of a path into a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index.
+    Index(usize),
+}
+
+/// Decodes one document with at most `budget` nodes; on error the
+/// [`Problem`] says whether a duplicate key or the budget was the cause.
+pub fn decode<'de, D: Deserializer<'de>>(document: D, budget: usize) -> (Result<Value, D::Error>, Problem) {
+    let state = RefCell::new(State {
+        budget,
+        problem: Problem::default(),
+    });
+    let result = Seed { state: &state }.deserialize(document);
+    let State { budget, mut problem } = state.into_inner();
+    problem.remaining = budget;
+    (result, problem)
+}
+
+struct State {
+    budget: usize,
+    problem: Problem,
+}
+
+#[derive(Clone, Copy)]
+struct Seed<'s> {
+    state: &'s RefCell<State>,
+}
+
+impl Seed<'_> {
+    fn spend<E: de::Error>(&self) -> Result<(), E> {
+        let mut state = self.state.borrow_mut();
+        if state.budget == 0 {
+            state.problem.budget_exhausted = true;
+            return Err(E::custom("too many nodes"));
+        }
+        state.budget -= 1;
+        Ok(())
+    }
+
+    /// Records the kind and version of an object an error passes through.
+    fn on_object(&self, object: &Map<String, Value>) {
+        let mut state = self.state.borrow_mut();
+        if state.problem.duplicate.is_none() || state.problem.kind.is_some() {
+            return;
+        }
+        if let (Some(Value::String(kind)), Some(Value::String(version))) =
+            (object.get("kind"), object.get("apiVersion"))
+        {
+            state.problem.kind = Some((kind.clone(), version.clone()));
+        }
+    }
+
+    /// Records the step taken when an error passes up through it.
+    fn on_path(&self, segment: Segment) {
+        if let Some((_, path)) = &mut self.state.borrow_mut().problem.duplicate {
+            path.push(segment);
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.spend()?;
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid YAML or JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            match seq.next_element_seed(self) {
+                Ok(Some(item)) => items.push(item),
+                Ok(None) => return Ok(Value::Array(items)),
+                Err(e) => {
+                    self.on_path(Segment::Index(items.len()));
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key_seed(KeySeed(self))? {
+            if out.contains_key(&key) {
+                // Refused where the parser stands (the value), so that its
+                // error carries the value's line, as go-yaml's does.
+                self.state.borrow_mut().problem.duplicate = Some((key, Vec::new()));
+                self.on_object(&out);
+                return map.next_value_seed(Refuse).map(|()| Value::Null);
+            }
+            match map.next_value_seed(self) {
+                Ok(value) => {
+                    out.insert(key, value);
+                }
+                Err(e) => {
+                    self.on_path(Segment::Key(key));
+                    self.on_object(&out);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// A mapping key, as JSON has it: a string (numbers and booleans written
+/// as keys are turned into their text, as sigs.k8s.io/yaml does).
+struct KeySeed<'s>(Seed<'s>);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        match self.0.deserialize(deserializer)? {
+            Value::String(s) => Ok(s),
+            Value::Null => Ok("null".to_string()),
+            Value::Bool(b) => Ok(b.to_string()),
+            Value::Number(n) => Ok(n.to_string()),
+            _ => Err(de::Error::custom("a mapping key must be a string, number or boolean")),
+        }
+    }
+}
+
+/// Fails on whatever value comes, at its position.
+struct Refuse;
+
+impl<'de> DeserializeSeed<'de> for Refuse {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Refuse {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("no value: the key is already defined")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Err(E::custom("duplicate key"))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Err(E::custom("duplicate key"))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Err(E::custom("duplicate key"))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Err(E::custom("duplicate key"))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Err(E::custom("duplicate key"))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Err(E::custom("duplicate key"))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Err(E::custom("duplicate key"))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, _: D) -> Result<(), D::Error> {
+        Err(de::Error::custom("duplicate key"))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(de::Error::custom("duplicate key"))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(de::Error::custom("duplicate key"))
+    }
+}
