@@ -125,45 +125,35 @@ impl KubeIpvs0 {
         };
         let index = link.header.index;
         if !link.header.flags.contains(LinkFlags::Up) {
-            // A link made by someone else (kube-proxy leaves its own down):
-            // no link-local address once it is up either.
-            let up = |ipv6: bool| {
-                let builder = LinkUnspec::new_with_index(index).up();
-                let builder = if ipv6 {
-                    builder.append_extra_attribute(no_link_local())
-                } else {
-                    builder
-                };
-                self.handle.link().set(builder.build()).execute()
-            };
-            match up(true).await {
+            // The mode must be set while the link is down: the kernel makes
+            // the link-local address when the link goes up, and applies a
+            // request's flags before its IFLA_AF_SPEC. A kernel without
+            // IPv6 has no mode to set.
+            let mode = LinkUnspec::new_with_index(index)
+                .append_extra_attribute(no_link_local())
+                .build();
+            match self.handle.link().set(mode).execute().await {
                 Ok(()) => {}
-                Err(error) if errno(&error) == Some(EAFNOSUPPORT) => up(false)
-                    .await
-                    .map_err(|error| kernel(format!("set link {} up", self.name), error))?,
-                Err(error) => return Err(kernel(format!("set link {} up", self.name), error)),
+                Err(error) if errno(&error) == Some(EAFNOSUPPORT) => {}
+                Err(error) => {
+                    return Err(kernel(
+                        format!("set no IPv6 link-local address on {}", self.name),
+                        error,
+                    ))
+                }
             }
+            let up = self.handle.link().set(LinkUnspec::new_with_index(index).up().build());
+            up.execute()
+                .await
+                .map_err(|error| kernel(format!("set link {} up", self.name), error))?;
         }
         Ok(index)
     }
 
-    /// Creates the dummy link, up, without an IPv6 link-local address (or,
-    /// on a kernel without IPv6, without asking for that).
+    /// Creates the dummy link, down ([`Self::ensure`] sets it up).
     async fn create(&self) -> Result<(), LinkError> {
-        let add = |ipv6: bool| {
-            let builder = LinkDummy::new(&self.name).up();
-            let builder = if ipv6 {
-                builder.append_extra_attribute(no_link_local())
-            } else {
-                builder
-            };
-            self.handle.link().add(builder.build()).execute()
-        };
-        let result = match add(true).await {
-            Err(error) if errno(&error) == Some(EAFNOSUPPORT) => add(false).await,
-            other => other,
-        };
-        match result {
+        let add = self.handle.link().add(LinkDummy::new(&self.name).build());
+        match add.execute().await {
             Ok(()) => Ok(()),
             // Created meanwhile by someone else: fine.
             Err(error) if errno(&error) == Some(EEXIST) => Ok(()),
