@@ -570,11 +570,13 @@ vm_conn_abort() {
 
 # vm_http_get ADDR:PORT PATH [NS]: an HTTP/1.0 GET with socat (busybox wget
 # crashes in the VM); prints the response, headers and body. Non-zero if
-# nothing came back in 5 s.
+# nothing came back in 5 s. shut-none: the request is sent without closing
+# our side, as an HTTP client does (Go servers, kube-proxy's among them,
+# take a half-closed connection for a client gone and answer nothing).
 vm_http_get() {
     local hostport="$1" path="$2" ns="${3:-}" out
     out="$(printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$hostport" |
-        vm_in "$ns" timeout 5 socat -t 5 - "TCP:$hostport" 2>/dev/null | tr -d '\r')" || true
+        vm_in "$ns" timeout 5 socat -t 5 - "TCP:$hostport,shut-none" 2>/dev/null | tr -d '\r')" || true
     [[ -n $out ]] || return 1
     printf '%s\n' "$out"
 }

@@ -59,8 +59,7 @@ counts() {
 
 # metric NS PORT NAME: a metric's value from /metrics.
 metric() {
-    printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' | ip netns exec "$1" nc 127.0.0.1 "$2" 2>/dev/null |
-        awk -v m="$3" '$1 == m { print $2; exit }'
+    vm_http_get "127.0.0.1:$2" /metrics "$1" | awk -v m="$3" '$1 == m { print $2; exit }'
 }
 
 # cpu_rss PID: "cpu-seconds max-rss-kib".
@@ -74,7 +73,8 @@ cpu_rss() {
 # patch_slice SERVICE FIRST-IP: the slice's first endpoint becomes FIRST-IP
 # (the other nine stay); 0 when the apiserver said 200.
 patch_slice() {
-    local svc="$1" ip="$2" i="${svc#svc-}" body eps k base
+    local svc="$1" ip="$2" body eps k base
+    local i="${svc#svc-}"
     base=$(( (10 << 24) | (128 << 16) ))
     eps="{\"addresses\":[\"$ip\"],\"conditions\":{\"ready\":true},\"nodeName\":\"node-b\"}"
     for ((k = 1; k < 10; k++)); do
@@ -83,13 +83,15 @@ patch_slice() {
     done
     body="{\"endpoints\":[$eps]}"
     printf 'PATCH /apis/discovery.k8s.io/v1/namespaces/bench/endpointslices/%s-1 HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/merge-patch+json\r\nContent-Length: %d\r\n\r\n%s' \
-        "$svc" "${#body}" "$body" | nc 10.0.2.2 "$PROXY_PORT" | head -n 1 | grep -q ' 200 '
+        "$svc" "${#body}" "$body" | timeout 30 socat -t 30 - "TCP:10.0.2.2:$PROXY_PORT,shut-none" >/run/patch.out 2>&1
+    head -n 1 /run/patch.out | grep -q ' 200 '
 }
 
 # phase TOOL SECOND-OCTET METRICS-PORT CMD...: one tool from start to stop;
 # appends its JSON object to /run/bench.json.
 phase() {
-    local tool="$1" octet="$2" mport="$3" ns="bench-$tool"
+    local tool="$1" octet="$2" mport="$3"
+    local ns="bench-$tool"
     shift 3
     node_netns "$ns"
     local start t_k8s="" t_full="" c pid
@@ -141,7 +143,7 @@ phase() {
         j=$((j + 1))
         ip="10.$octet.$((j / 256)).$((j % 256))"
         t0="$(now)"
-        patch_slice "$svc" "$ip" || { vm_fail "$tool: update $svc" "the apiserver refused the PATCH" || true; continue; }
+        patch_slice "$svc" "$ip" || { vm_fail "$tool: update $svc" "the PATCH got: $(head -n 1 /run/patch.out | tr -d '\r')" || true; continue; }
         deadline=$((SECONDS + 120))
         while ((SECONDS < deadline)); do
             ip netns exec "$ns" ipvsadm -Ln -t "$vip:80" 2>/dev/null | grep -q " $ip:8080 " && break
