@@ -42,14 +42,23 @@ impl Histogram {
         self.sum += value;
     }
 
-    fn render(&self, out: &mut String, name: &str, help: &str) {
+    /// The histogram once per family, labelled `ip_family` as kube-proxy's
+    /// (one sync programs every family, so each family's series is the same).
+    fn render(&self, out: &mut String, name: &str, help: &str, families: &[IpFamily]) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-        for (bound, count) in self.bounds.iter().zip(&self.counts) {
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {count}");
+        for family in families {
+            let family = family.as_str();
+            for (bound, count) in self.bounds.iter().zip(&self.counts) {
+                let _ = writeln!(out, "{name}_bucket{{ip_family=\"{family}\",le=\"{bound}\"}} {count}");
+            }
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{ip_family=\"{family}\",le=\"+Inf\"}} {}",
+                self.count
+            );
+            let _ = writeln!(out, "{name}_sum{{ip_family=\"{family}\"}} {}", self.sum);
+            let _ = writeln!(out, "{name}_count{{ip_family=\"{family}\"}} {}", self.count);
         }
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", self.count);
-        let _ = writeln!(out, "{name}_sum {}", self.sum);
-        let _ = writeln!(out, "{name}_count {}", self.count);
     }
 }
 
@@ -245,47 +254,58 @@ impl KubeProxyMetrics {
         answer
     }
 
-    /// The metrics in the Prometheus text format.
+    /// The metrics in the Prometheus text format. Those kube-proxy labels
+    /// with `ip_family` carry it here too, one series per family served.
     pub fn render(&self, out: &mut String) {
+        let families = self.families.lock().map(|f| f.clone()).unwrap_or_default();
         if let Ok(h) = self.histograms.lock() {
             h.sync.render(
                 out,
                 "kubeproxy_sync_proxy_rules_duration_seconds",
                 "SyncProxyRules latency in seconds",
+                &families,
             );
             h.full.render(
                 out,
                 "kubeproxy_sync_full_proxy_rules_duration_seconds",
                 "SyncProxyRules latency in seconds for full resyncs",
+                &families,
             );
             h.partial.render(
                 out,
                 "kubeproxy_sync_partial_proxy_rules_duration_seconds",
                 "SyncProxyRules latency in seconds for partial resyncs",
+                &families,
             );
             h.programming.render(
                 out,
                 "kubeproxy_network_programming_duration_seconds",
                 "In Cluster Network Programming Latency in seconds",
+                &families,
             );
         }
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let seconds = |a: &AtomicU64| get(a) as f64 / 1000.0;
+        for (name, help, value) in [
+            (
+                "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+                "The last time proxy rules were successfully synced",
+                seconds(&self.last_sync_ms),
+            ),
+            (
+                "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
+                "The last time a sync of proxy rules was queued",
+                seconds(&self.last_queued_ms),
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for family in &families {
+                let _ = writeln!(out, "{name}{{ip_family=\"{}\"}} {value}", family.as_str());
+            }
+        }
         let mut one = |name: &str, kind: &str, help: &str, value: String| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
         };
-        one(
-            "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
-            "gauge",
-            "The last time proxy rules were successfully synced",
-            seconds(&self.last_sync_ms).to_string(),
-        );
-        one(
-            "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
-            "gauge",
-            "The last time a sync of proxy rules was queued",
-            seconds(&self.last_queued_ms).to_string(),
-        );
         one(
             "kubeproxy_sync_proxy_rules_endpoint_changes_total",
             "counter",
@@ -338,7 +358,7 @@ mod tests {
     fn kube_proxys_names_buckets_and_programming_latency() {
         let m = KubeProxyMetrics::new(Duration::from_secs(60));
         let t0 = Time::from_secs(1_795_547_000);
-        m.start(vec![IpFamily::IPv4], t0);
+        m.start(vec![IpFamily::IPv4, IpFamily::IPv6], t0);
         m.record_changes(ChangeStats {
             service_changes: 1,
             endpoint_changes: 2,
@@ -362,17 +382,19 @@ mod tests {
         let mut text = String::new();
         m.render(&mut text);
         for line in [
-            "kubeproxy_sync_proxy_rules_duration_seconds_bucket{le=\"0.004\"} 1",
-            "kubeproxy_sync_proxy_rules_duration_seconds_bucket{le=\"0.002\"} 0",
-            "kubeproxy_sync_partial_proxy_rules_duration_seconds_count 1",
-            "kubeproxy_sync_full_proxy_rules_duration_seconds_count 0",
-            "kubeproxy_network_programming_duration_seconds_bucket{le=\"1\"} 0",
-            "kubeproxy_network_programming_duration_seconds_bucket{le=\"2\"} 1",
-            "kubeproxy_network_programming_duration_seconds_bucket{le=\"300\"} 1",
+            "kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family=\"IPv4\",le=\"0.004\"} 1",
+            "kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family=\"IPv4\",le=\"0.002\"} 0",
+            "kubeproxy_sync_proxy_rules_duration_seconds_bucket{ip_family=\"IPv6\",le=\"0.004\"} 1",
+            "kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} 1",
+            "kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family=\"IPv6\"} 0",
+            "kubeproxy_network_programming_duration_seconds_bucket{ip_family=\"IPv4\",le=\"1\"} 0",
+            "kubeproxy_network_programming_duration_seconds_bucket{ip_family=\"IPv4\",le=\"2\"} 1",
+            "kubeproxy_network_programming_duration_seconds_bucket{ip_family=\"IPv6\",le=\"300\"} 1",
             "kubeproxy_sync_proxy_rules_endpoint_changes_total 2",
             "kubeproxy_sync_proxy_rules_endpoint_changes_pending 0",
             "kubeproxy_sync_proxy_rules_service_changes_total 1",
-            "kubeproxy_sync_proxy_rules_last_timestamp_seconds 1795547001.5",
+            "kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"} 1795547001.5",
+            "kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv6\"} 1795547001.5",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
         }

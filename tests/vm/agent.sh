@@ -264,7 +264,7 @@ http() {
     # sed, not head: it reads to the end, so nothing upstream dies of SIGPIPE.
     grep -v '^#' <<<"$metrics" | grep . | sed -n '2,21p'
     vm_check http-metrics-prometheus-text grep -q '^# TYPE ' <<<"$metrics"
-    vm_check http-metrics-kube-proxy-names grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds ' <<<"$metrics"
+    vm_check http-metrics-kube-proxy-names grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} ' <<<"$metrics"
     local livez
     livez="$(vm_http_get 127.0.0.1:10256 /livez)"
     vm_check_eq http-livez-200 200 "$(head -n 1 <<<"$livez" | awk '{ print $2 }')"

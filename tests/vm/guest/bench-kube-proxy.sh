@@ -122,14 +122,14 @@ phase() {
 
     # One periodic sync with nothing changed.
     local sum0 count0 sum1 count1 idle=""
-    sum0="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_sum)"
-    count0="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_count)"
+    sum0="$(metric "$ns" "$mport" 'kubeproxy_sync_proxy_rules_duration_seconds_sum{ip_family="IPv4"}')"
+    count0="$(metric "$ns" "$mport" 'kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}')"
     deadline=$((SECONDS + 120))
     while ((SECONDS < deadline)); do
         sleep 2
-        count1="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_count)"
+        count1="$(metric "$ns" "$mport" 'kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}')"
         if [[ -n $count1 && -n $count0 ]] && ((count1 > count0)); then
-            sum1="$(metric "$ns" "$mport" kubeproxy_sync_proxy_rules_duration_seconds_sum)"
+            sum1="$(metric "$ns" "$mport" 'kubeproxy_sync_proxy_rules_duration_seconds_sum{ip_family="IPv4"}')"
             idle="$(awk -v a="$sum0" -v b="$sum1" -v c="$count0" -v d="$count1" 'BEGIN { printf "%.4f", (b - a) / (d - c) }')"
             break
         fi
