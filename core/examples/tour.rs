@@ -35,6 +35,24 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
 }
 
+/// Says which Services' slices are empty, and how kubectl shows that.
+fn empty_slices_note(slices: &[&EndpointSlice]) -> String {
+    let mut empty: Vec<&str> = slices
+        .iter()
+        .filter(|s| s.endpoints.is_empty())
+        .filter_map(|s| s.service_name())
+        .collect();
+    empty.dedup();
+    match empty.as_slice() {
+        [] => String::new(),
+        [one] => format!("\n{one} selects no pod yet: its slice is empty, which kubectl prints as <unset>."),
+        [rest @ .., last] => format!(
+            "\n{} and {last} select no pod yet: their slices are empty, which kubectl prints as <unset>.",
+            rest.join(", ")
+        ),
+    }
+}
+
 fn parse_args() -> Result<(ClusterConfig, Vec<String>), String> {
     let mut config = ClusterConfig {
         apiservers: vec!["192.168.0.10:6443".into()],
@@ -173,8 +191,8 @@ fn main() -> ExitCode {
             "An EndpointSlice lists the pods behind a Service: their addresses, ports and\n\
              readiness. The EndpointSlice controller keeps one per Service with a selector\n\
              (more past 100 endpoints), matching pods' labels; kubernetes's lists the API\n\
-             servers instead. api and db select pods (app=api, app=db) that no manifest\n\
-             has: their slices are empty, which kubectl prints as <unset>.\n{}",
+             servers instead.{}\n{}",
+            empty_slices_note(&slices),
             indent(&endpoint_slices_table(&slices, true))
         ),
     );
