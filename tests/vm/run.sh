@@ -213,7 +213,7 @@ else
     status=1
 fi
 if [[ $quiet == 1 ]]; then
-    say "checks: each is a \"SVCNET-VM: PASS\" or \"FAIL\" line in the console log"
+    say "the test checked itself as it went: its SVCNET-VM: PASS and FAIL lines are in the console log, counted below"
 fi
 say "console log: ${log#"$repo"/}"
 say "VM ran ${boot_s} s, ${name} took $((SECONDS - started)) s in all; exit status $status"
