@@ -212,9 +212,9 @@ vm-agent: agent-vm-bin ## ipvs-agent end to end in the VM: scenarios a-h, IPv6, 
 	VM_TIMEOUT=$${VM_TIMEOUT:-600} tests/vm/run.sh tests/vm/agent.sh $(AGENT_VM_BIN) \
 		examples:/examples tests/vm/manifests:/vm-manifests
 
-demo-vm: agent-vm-bin ## The demo: the agent programs examples/ into a real kernel's IPVS, with traffic and a pod draining, narrated
+demo-vm: agent-vm-bin ## The demo: the agent programs examples/ into a real kernel's IPVS, with traffic and a pod draining, narrated (VM_QUIET=0: the whole console)
 	$(step)
-	VM_TIMEOUT=$${VM_TIMEOUT:-400} tests/vm/run.sh tests/vm/demo.sh $(AGENT_VM_BIN) examples:/examples
+	VM_QUIET=$${VM_QUIET:-1} VM_TIMEOUT=$${VM_TIMEOUT:-400} tests/vm/run.sh tests/vm/demo.sh $(AGENT_VM_BIN) examples:/examples
 
 bench-vm: agent-vm-bin ## Benchmark in the VM: 5,000 Services x 10 endpoints, agent vs ipvsadm -R; writes benchmarks/agent.md and .json
 	$(step)

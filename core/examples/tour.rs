@@ -3,10 +3,14 @@
 //! first), NodePorts, admission errors, EndpointSlices, the IPVS table
 //! kube-proxy would program, DNS records, snapshots and repair.
 //!
-//! `make demo` runs it on `examples/services.yaml`:
+//! `make tour` runs it on `examples/services.yaml` and `examples/pods.yaml`:
 //!
 //!     cargo run -p svcnet-core --example tour -- \
 //!         [--service-cluster-ip-range CIDR[,CIDR]] [--seed N] [MANIFEST...]
+//!
+//! The seed defaults to `ClusterConfig::default().seed` (0), as `ipvs-agent`'s
+//! `--seed` and the playground do, so the same manifests get the same
+//! ClusterIPs in the tour, in `make demo` and in the browser.
 
 use std::process::ExitCode;
 use svcnet_core::api::{EndpointSlice, Service};
@@ -14,17 +18,43 @@ use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
 use svcnet_core::proxy::{ipvsadm_list, ProxyConfig};
 
-fn say(title: &str, text: &str) {
-    println!("\n== {title}\n{}", text.trim_end());
+/// Prints numbered sections: 1, 2, 3, ... whatever the number of manifests.
+#[derive(Default)]
+struct Narrator {
+    section: u32,
+}
+
+impl Narrator {
+    fn say(&mut self, title: &str, text: &str) {
+        self.section += 1;
+        println!("\n== {}. {title}\n{}", self.section, text.trim_end());
+    }
 }
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
 }
 
+/// Says which Services' slices are empty, and how kubectl shows that.
+fn empty_slices_note(slices: &[&EndpointSlice]) -> String {
+    let mut empty: Vec<&str> = slices
+        .iter()
+        .filter(|s| s.endpoints.is_empty())
+        .filter_map(|s| s.service_name())
+        .collect();
+    empty.dedup();
+    match empty.as_slice() {
+        [] => String::new(),
+        [one] => format!("\n{one} selects no pod yet: its slice is empty, which kubectl prints as <unset>."),
+        [rest @ .., last] => format!(
+            "\n{} and {last} select no pod yet: their slices are empty, which kubectl prints as <unset>.",
+            rest.join(", ")
+        ),
+    }
+}
+
 fn parse_args() -> Result<(ClusterConfig, Vec<String>), String> {
     let mut config = ClusterConfig {
-        seed: 1,
         apiservers: vec!["192.168.0.10:6443".into()],
         ..Default::default()
     };
@@ -52,6 +82,7 @@ fn parse_args() -> Result<(ClusterConfig, Vec<String>), String> {
 }
 
 fn main() -> ExitCode {
+    let mut n = Narrator::default();
     let (config, files) = match parse_args() {
         Ok(v) => v,
         Err(e) => {
@@ -59,8 +90,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    say(
-        "1. The service CIDR",
+    n.say(
+        "The service CIDR",
         &format!(
             "kube-apiserver is started with --service-cluster-ip-range={}.\n\
              Every ClusterIP comes from this range. svcnet checks it the way Kubernetes does\n\
@@ -80,6 +111,7 @@ fn main() -> ExitCode {
             err.map_or("accepted".to_string(), |e| e.to_string())
         );
     }
+    let seed = config.seed;
     let mut cp = match ControlPlane::new(config) {
         Ok(cp) => cp,
         Err(e) => {
@@ -88,13 +120,15 @@ fn main() -> ExitCode {
         }
     };
     let usage = &cp.cluster_ip_allocator().usage()[0];
-    say(
-        "2. The first address belongs to `kubernetes`",
+    n.say(
+        "The first address belongs to `kubernetes`",
         &format!(
             "The cluster starts with one Service, default/kubernetes, on the first address\n\
              ({}). Pods reach the API server there. The range {} has {} usable addresses;\n\
              its static band {}-{} is kept for Services that pick their own IP,\n\
-             and random picks come from the dynamic band {}-{}.",
+             and random picks come from the dynamic band {}-{}, drawn with seed {}\n\
+             (--seed; ipvs-agent and the playground default to the same seed, so the same\n\
+             manifests get the same ClusterIPs there as here).",
             cp.kubernetes_ip(),
             usage.cidr,
             usage.size,
@@ -102,6 +136,7 @@ fn main() -> ExitCode {
             usage.static_last.map_or("-".into(), |a| a.to_string()),
             usage.dynamic_first.map_or("-".into(), |a| a.to_string()),
             usage.dynamic_last.map_or("-".into(), |a| a.to_string()),
+            seed,
         ),
     );
     for file in &files {
@@ -128,15 +163,15 @@ fn main() -> ExitCode {
                 )
             })
             .collect();
-        say(&format!("3. kubectl apply -f {file}"), &indent(&lines.join("\n")));
+        n.say(&format!("kubectl apply -f {file}"), &indent(&lines.join("\n")));
     }
     let services: Vec<&Service> = cp.services().collect();
-    say("4. kubectl get svc -A", &indent(&services_table(&services, true)));
+    n.say("kubectl get svc -A", &indent(&services_table(&services, true)));
     let clash = "apiVersion: v1\nkind: Service\nmetadata: {name: dns-copy}\nspec: {clusterIP: 10.96.0.10, ports: [{port: 53}]}\n";
     if let Ok(results) = cp.apply_manifest(clash) {
         for r in results.into_iter().filter_map(Result::err) {
-            say(
-                "5. Two Services cannot share a ClusterIP",
+            n.say(
+                "Two Services cannot share a ClusterIP",
                 &format!("Asking for 10.96.0.10 again is refused with Kubernetes' own message:\n    {r}"),
             );
         }
@@ -145,24 +180,28 @@ fn main() -> ExitCode {
     let back = cp
         .service("default", "kubernetes")
         .map_or("(missing!)".to_string(), |s| s.spec.cluster_ip.clone());
-    say(
-        "6. Deleting `kubernetes` does not lose its address",
+    n.say(
+        "Deleting `kubernetes` does not lose its address",
         &format!("kubectl delete svc kubernetes ... and it is back at once, on {back}."),
     );
     let slices: Vec<&EndpointSlice> = cp.endpoint_slices().collect();
-    say(
-        "7. kubectl get endpointslices -A",
+    n.say(
+        "kubectl get endpointslices -A",
         &format!(
-            "The EndpointSlice controller matched the pods to the Services' selectors:\n{}",
+            "An EndpointSlice lists the pods behind a Service: their addresses, ports and\n\
+             readiness. The EndpointSlice controller keeps one per Service with a selector\n\
+             (more past 100 endpoints), matching pods' labels; kubernetes's lists the API\n\
+             servers instead.{}\n{}",
+            empty_slices_note(&slices),
             indent(&endpoint_slices_table(&slices, true))
         ),
     );
-    if let Some(node) = cp.nodes().next().map(|n| n.metadata.name.clone()) {
+    if let Some(node) = cp.nodes().next().map(|node| node.metadata.name.clone()) {
         match cp.node_info(&node) {
             Ok(info) => {
                 let desired = cp.desired_ipvs_table(&info, &ProxyConfig::default());
-                say(
-                    &format!("8. The IPVS table kube-proxy would program on {node} (ipvsadm -Ln)"),
+                n.say(
+                    &format!("The IPVS table kube-proxy would program on {node} (ipvsadm -Ln)"),
                     &format!(
                         "One virtual server per ClusterIP and port, one per NodePort on the node IP;\n\
                          real servers are the ready pods, NAT-forwarded (Masq) with weight 1:\n{}",
@@ -173,15 +212,15 @@ fn main() -> ExitCode {
             Err(e) => eprintln!("node {node}: {e}"),
         }
     }
-    say(
-        "9. DNS records (kubernetes/dns specification 1.1.0)",
+    n.say(
+        "DNS records (kubernetes/dns specification 1.1.0)",
         &indent(&cp.dns_zone()),
     );
     let snapshot = cp.snapshot();
     let json = serde_json::to_string(&snapshot).unwrap_or_default();
     let events = cp.repair();
-    say(
-        "10. State and repair",
+    n.say(
+        "State and repair",
         &format!(
             "The whole state is a {}-byte snapshot (what the agent keeps in its state file);\n\
              restoring it gives the same cluster. The repair loop found {} problem(s).",

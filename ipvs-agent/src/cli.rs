@@ -161,8 +161,9 @@ pub struct Common {
     /// svcnet.io/ipvs-scheduler annotation).
     #[arg(long, value_name = "NAME", default_value = "rr", value_parser = parse_scheduler, alias = "ipvs-scheduler")]
     pub scheduler: Scheduler,
-    /// Seed of the ClusterIP/NodePort allocator: same seed and manifests, same addresses.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Seed of the ClusterIP/NodePort allocator: same seed and manifests, same addresses
+    /// (the default, 0, is the core's, which `make tour` and the playground use too).
+    #[arg(long, value_name = "N", default_value_t = ClusterConfig::default().seed)]
     pub seed: u64,
     /// The cluster DNS zone (for `plan --format dns`).
     #[arg(long, value_name = "DOMAIN", default_value = "cluster.local")]

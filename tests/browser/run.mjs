@@ -189,6 +189,35 @@ async function main() {
     await page.context().close();
   });
 
+  await test('guided tour: Close brings the user\'s cluster back; the browser\'s Back walks the tour back and stays on the page', async () => {
+    const page = await openPage();
+    const url = page.url().split('#')[0];
+    assert.match(await kubectl(page, 'kubectl create svc clusterip mine --tcp=80'), /service\/mine created/);
+    await page.click('#tour-start');
+    assert.equal(await page.locator('#view-services [data-service="mine"]').count(), 0, 'the tour runs on a fresh cluster');
+    await page.click('#tour-close');
+    assert.equal(await page.locator('#tour').isHidden(), true);
+    assert.equal(await page.locator('#view-services [data-service="mine"]').count(), 1, 'Close restored the user\'s Service');
+    assert.match(await page.locator('#console-output').innerText(), /your cluster is back \(1 command on 10\.96\.0\.0\/12\)/);
+    await page.waitForFunction(() => history.state?.tourStep === undefined, null, { timeout: 5000 });
+    // Again, with the browser's Back this time.
+    await page.click('#tour-start');
+    await page.click('#tour-next');
+    await page.click('#tour-next');
+    assert.match(await page.locator('#tour-count').innerText(), /step 3 of/i);
+    await page.evaluate(() => history.back());
+    await page.waitForFunction(() => /step 2 of/i.test(document.querySelector('#tour-count').textContent));
+    assert.equal(await page.locator('#view-services [data-service="test"]').count(), 1, 'step 2 created test');
+    await page.evaluate(() => history.back());
+    await page.waitForFunction(() => /step 1 of/i.test(document.querySelector('#tour-count').textContent));
+    assert.equal(await page.locator('#view-services [data-service="test"]').count(), 0, 'Back to step 1 removed it');
+    await page.evaluate(() => history.back());
+    await page.waitForFunction(() => document.querySelector('#tour').hidden);
+    assert.equal(page.url().split('#')[0], url, 'still on the playground');
+    assert.equal(await page.locator('#view-services [data-service="mine"]').count(), 1, 'Back out of the tour restored the user\'s cluster');
+    await page.context().close();
+  });
+
   await test('a Service created in the console shows its ClusterIP in the Services view, the range map and IPVS, as the core computes it', async () => {
     const seed = 42;
     const page = await openPage();
@@ -268,6 +297,60 @@ async function main() {
     assert.equal(await page.locator('#range-map .cell.used').count(), 6);
     await shot(page, '08-range-29');
     await page.context().close();
+  });
+
+  await test('range map: kubernetes in the legend\'s orange, the map one tab stop with arrow keys inside', async () => {
+    const page = await openPage();
+    await page.fill('#cidr-input', '10.96.0.0/24');
+    await page.press('#cidr-input', 'Enter');
+    await page.waitForFunction(() => document.querySelectorAll('#range-map .cells .cell').length === 256);
+    assert.match(await kubectl(page, 'kubectl create svc clusterip web --tcp=80'), /service\/web created/);
+    const k8s = page.locator('#range-map .cell.k8s');
+    assert.equal(await k8s.count(), 1);
+    assert.match(await k8s.getAttribute('class'), /\bstatic\b/, 'on a /24, 10.96.0.1 is in the static band');
+    const [cellColour, legendColour] = await page.evaluate(() => {
+      const legend = [...document.querySelectorAll('#range-map .legend span')].find((s) => /kubernetes/.test(s.textContent)).querySelector('i');
+      return [getComputedStyle(document.querySelector('#range-map .cell.k8s')).backgroundColor, getComputedStyle(legend).backgroundColor];
+    });
+    assert.equal(cellColour, legendColour, 'the kubernetes cell has the legend\'s colour');
+    const stops = await page.locator('#range-map .cells [tabindex="0"]').count();
+    assert.equal(stops, 1, 'one tab stop in the map');
+    await page.locator('#range-map .cell.k8s').focus();
+    assert.match(await page.locator('#range-detail-0').innerText(), /10\.96\.0\.1: allocated to Service kubernetes/);
+    await page.keyboard.press('ArrowRight');
+    assert.match(await page.evaluate(() => document.activeElement.dataset.from), /^10\.96\.0\.2$/);
+    assert.match(await page.locator('#range-detail-0').innerText(), /^10\.96\.0\.2: /);
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.from), '10.96.0.18', 'a row is 16 cells');
+    await page.keyboard.press('End');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.from), '10.96.0.255');
+    assert.equal(await page.locator('#range-map .cells [tabindex="0"]').count(), 1, 'still one tab stop: the cell last visited');
+    // Tab leaves the map in one press.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => !!document.activeElement.closest('#range-map .cells')), false, 'Tab leaves the map');
+    await page.context().close();
+  });
+
+  await test('layout: the DNS table fits its panel at 1440 px; at 390 px the tour\'s buttons go under its text and the console stays on screen', async () => {
+    const wide = await openPage('', { width: 1440, height: 900 });
+    await kubectl(wide, 'kubectl create svc clusterip a-service-with-a-long-name --tcp=http:80');
+    await wide.click('#tab-dns');
+    const [tableWidth, viewWidth] = await wide.evaluate(() => [document.querySelector('#view-dns table').scrollWidth, document.querySelector('#view-dns').clientWidth]);
+    assert.ok(tableWidth <= viewWidth, `DNS table ${tableWidth} px in a ${viewWidth} px view`);
+    await shot(wide, '09-dns-1440');
+    await wide.context().close();
+    const phone = await openPage('', { width: 390, height: 844 });
+    await phone.click('#tour-start');
+    const text = await phone.locator('.tour-text').boundingBox();
+    const nav = await phone.locator('.tour-nav').boundingBox();
+    assert.ok(nav.y >= text.y + text.height - 1, 'the tour\'s buttons are under its text');
+    assert.ok(text.width >= 300, `the tour text has the width (${text.width} px)`);
+    const input = await phone.locator('#console-input').boundingBox();
+    const output = await phone.locator('#console-output').boundingBox();
+    assert.ok(output.y < 844, `the console starts on screen (at ${output.y} px)`);
+    await shot(phone, '10-tour-390');
+    assert.ok(input, 'the console input is laid out');
+    await phone.context().close();
   });
 
   let shared;

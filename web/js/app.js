@@ -102,7 +102,8 @@ function currentState() {
 
 function saveUrl() {
   const hash = `#${encodeState(currentState())}`;
-  if (location.hash !== hash) history.replaceState(null, '', hash);
+  // Keep the entry's state (the tour's step): only the address changes.
+  if (location.hash !== hash) history.replaceState(history.state, '', hash);
 }
 
 // ---- views -----------------------------------------------------------------
@@ -320,19 +321,77 @@ function runStep(i) {
   showStep();
 }
 
+/**
+ * The tour starts a fresh cluster; the user's own (`saved`) comes back on
+ * Close, or when the browser's Back leaves the tour's first step. Each Next
+ * pushes a history entry (state `{ tourStep, depth }`: the step shown, and
+ * how many tour entries lead to it), so the browser's Back walks the tour
+ * back and never leaves the page.
+ */
 function startTour() {
-  app.tour = { active: true, step: -1, marks: [] };
-  startSession({ ...DEFAULT });
+  const saved = currentState();
+  pushTourEntry(0, true);
+  app.tour = { active: true, step: -1, marks: [], saved };
+  startSession({ ...DEFAULT, history: [] });
   showCidrError(null);
   runStep(0);
   $('#tour-next').focus();
+}
+
+/**
+ * A new history entry for `step`, pushed before the step runs: the address
+ * the step's commands write (saveUrl) goes into the new entry, and the one
+ * before keeps the cluster as it was.
+ */
+function pushTourEntry(step, first = false) {
+  const depth = first ? 1 : (history.state?.depth ?? 0) + 1;
+  history.pushState({ tourStep: step, depth }, '', location.href);
+}
+
+/** Rebuilds the cluster as it was before the current step; shows the one before. */
+function tourStepBack() {
+  const t = app.tour;
+  const keep = app.session.history.slice(0, t.marks[t.step]);
+  startSession({ cidr: app.session.cidr, seed: app.session.seed, history: keep }, { announce: true });
+  t.step--;
+  showStep();
+}
+
+/** Ends the tour; `restore`: the user's cluster from before it comes back. */
+function endTour({ restore }) {
+  const t = app.tour;
+  if (!t.active) return;
+  t.active = false;
+  $('#tour').hidden = true;
+  if (!restore) return;
+  const saved = t.saved;
+  const commands = saved.history.length;
+  startSession(saved, { note: `Tour closed: your cluster is back (${commands} command${commands === 1 ? '' : 's'} on ${saved.cidr}).` });
+  // Drop the tour's history entries: Back goes where it went before the tour.
+  const depth = history.state?.depth;
+  if (depth > 0) history.go(-depth);
+}
+
+function onPopState(ev) {
+  const t = app.tour;
+  if (!t.active) return;
+  const want = ev.state?.tourStep;
+  if (want === undefined) {
+    // Back from the first step: out of the tour, with the user's cluster.
+    endTour({ restore: true });
+    $('#tour-start').focus();
+    return;
+  }
+  while (t.step > want && t.step > 0) tourStepBack();
+  while (t.step < want && t.step < STEPS.length - 1) runStep(t.step + 1);
 }
 
 function setupTour() {
   $('#tour-start').addEventListener('click', startTour);
   $('#tour-next').addEventListener('click', () => {
     const t = app.tour;
-    if (t.step >= STEPS.length - 1) { $('#tour').hidden = true; t.active = false; $('#console-input').focus(); return; }
+    if (t.step >= STEPS.length - 1) { endTour({ restore: false }); $('#console-input').focus(); return; }
+    pushTourEntry(t.step + 1);
     runStep(t.step + 1);
     $('#tour-next').focus();
   });
@@ -340,14 +399,15 @@ function setupTour() {
     const t = app.tour;
     if (t.step <= 0) return;
     // Rebuild the cluster from the commands run before the current step's
-    // start, then show the previous step as it was after its commands.
-    const keep = app.session.history.slice(0, t.marks[t.step]);
-    startSession({ cidr: app.session.cidr, seed: app.session.seed, history: keep }, { announce: true });
-    t.step--;
-    showStep();
+    // start, then show the previous step as it was after its commands. The
+    // history entry now holds that step (the browser's Back goes on from it).
+    tourStepBack();
+    history.replaceState({ ...history.state, tourStep: t.step }, '', location.href);
+    saveUrl();
     $('#tour-back').disabled ? $('#tour-next').focus() : $('#tour-back').focus();
   });
-  $('#tour-close').addEventListener('click', () => { $('#tour').hidden = true; app.tour.active = false; $('#tour-start').focus(); });
+  $('#tour-close').addEventListener('click', () => { endTour({ restore: true }); $('#tour-start').focus(); });
+  window.addEventListener('popstate', onPopState);
 }
 
 // ---- share, reset ----------------------------------------------------------------

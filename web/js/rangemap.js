@@ -47,8 +47,31 @@ export function renderRangeMap(el, usage, services, fresh = new Set()) {
     };
     cells.addEventListener('mouseover', show);
     cells.addEventListener('focusin', show);
+    cells.addEventListener('keydown', (ev) => moveFocus(cells, ev));
   }
   for (const d of el.querySelectorAll('details.range-list')) d.addEventListener('toggle', () => { listOpen = d.open; });
+}
+
+/**
+ * The map is one tab stop: the cell that holds tabindex 0 (the last one
+ * visited, at first the `kubernetes` cell or the first allocated one);
+ * arrow keys, Home and End move inside it, row by row as it is drawn.
+ */
+function moveFocus(cells, ev) {
+  const all = [...cells.querySelectorAll('.cell')];
+  const at = all.indexOf(ev.target.closest('.cell'));
+  if (at < 0) return;
+  const columns = Number(cells.dataset.columns) || 1;
+  const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -columns, ArrowDown: columns }[ev.key];
+  let to;
+  if (step !== undefined) to = Math.min(all.length - 1, Math.max(0, at + step));
+  else if (ev.key === 'Home') to = 0;
+  else if (ev.key === 'End') to = all.length - 1;
+  else return;
+  ev.preventDefault();
+  all[at].tabIndex = -1;
+  all[to].tabIndex = 0;
+  all[to].focus();
 }
 
 function rangeHtml(u, index, allocated, fresh) {
@@ -71,6 +94,8 @@ function rangeHtml(u, index, allocated, fresh) {
   const block = small ? 1n : cidr.size / BigInt(CELLS);
   const columns = small ? Math.min(count, 16) : 32;
   const cells = [];
+  let k8sAt = -1;
+  let usedAt = -1;
   for (let i = 0; i < count; i++) {
     const from = BigInt(i) * block;
     const to = from + block - 1n;
@@ -89,6 +114,8 @@ function rangeHtml(u, index, allocated, fresh) {
     const hasK8s = kubernetesOffset >= from && kubernetesOffset <= to && inside.some((a) => a.name === 'kubernetes');
     if (inside.length) classes.push('used');
     if (hasK8s) classes.push('k8s');
+    if (hasK8s && k8sAt < 0) k8sAt = i;
+    if (inside.length && usedAt < 0) usedAt = i;
     if (inside.some((a) => fresh.has(a.ip))) classes.push('fresh');
     const addrFrom = bigToIp(cidr.base + from, v6);
     const addrTo = bigToIp(cidr.base + to, v6);
@@ -110,10 +137,12 @@ function rangeHtml(u, index, allocated, fresh) {
       info = `${addrFrom} – ${addrTo} (${fmt(block)} addresses, ${parts.join('') || 'reserved'}): ${inside.length ? `${inside.length} allocated: ${inside.slice(0, 6).map((a) => `${a.ip} ${a.name}`).join(', ')}${inside.length > 6 ? ', …' : ''}` : 'none allocated'}`;
       label = inside.length ? String(inside.length) : '';
     }
-    const focusable = inside.length || (small && band !== 'reserved') ? ' tabindex="0"' : ' tabindex="-1"';
-    cells.push(`<span role="listitem" class="${classes.join(' ')}"${focusable} data-from="${esc(addrFrom)}" data-info="${esc(info)}" aria-label="${esc(info)}" title="${esc(info)}">${esc(label)}</span>`);
+    cells.push(`<span role="listitem" class="${classes.join(' ')}" tabindex="-1" data-from="${esc(addrFrom)}" data-info="${esc(info)}" aria-label="${esc(info)}" title="${esc(info)}">${esc(label)}</span>`);
   }
 
+  // The one tab stop: kubernetes's cell, else the first allocated one, else the first.
+  const tabStop = k8sAt >= 0 ? k8sAt : Math.max(0, usedAt);
+  cells[tabStop] = cells[tabStop].replace(' tabindex="-1"', ' tabindex="0"');
   const total = cidr.size;
   const staticSize = hasBands ? sLast - sFirst + 1n : 0n;
   const staticPct = hasBands ? Math.max(2, Number((staticSize * 10000n) / total) / 100) : 0;
@@ -133,7 +162,7 @@ function rangeHtml(u, index, allocated, fresh) {
       ${hasBands ? `<div class="static" style="width:${staticPct}%"></div>` : ''}<div class="dynamic" style="flex:1"></div>
     </div>
     <div class="band-labels" aria-hidden="true"><span>${esc(bigToIp(cidr.base, v6))}</span><span>${hasBands ? `static ${esc(u.staticFirst)}–${esc(u.staticLast)} · dynamic ${esc(u.dynamicFirst)}–${esc(u.dynamicLast)}` : 'one band (range too small to split)'}</span><span>${esc(bigToIp(cidr.base + cidr.size - 1n, v6))}</span></div>
-    <div class="cells ${small ? '' : 'large'}" role="list" aria-label="${esc(`${u.cidr}: ${small ? 'one cell per address' : `${CELLS} blocks of ${fmt(block)} addresses`}`)}" data-detail="${detailId}" style="grid-template-columns: repeat(${columns}, minmax(0, 1fr))">${cells.join('')}</div>
+    <div class="cells ${small ? '' : 'large'}" role="list" aria-label="${esc(`${u.cidr}: ${small ? 'one cell per address' : `${CELLS} blocks of ${fmt(block)} addresses`}`)}" data-detail="${detailId}" data-columns="${columns}" style="grid-template-columns: repeat(${columns}, minmax(0, 1fr))">${cells.join('')}</div>
     <div class="legend" aria-hidden="true">
       ${hasBands ? '<span><i style="background:var(--static-soft);border:1px solid var(--static)"></i>static band</span>' : ''}
       <span><i style="background:var(--dynamic-soft)"></i>dynamic band</span>
@@ -142,7 +171,7 @@ function rangeHtml(u, index, allocated, fresh) {
       <span><i style="background:#eceff4"></i>never handed out</span>
 
     </div>
-    <div class="range-detail" id="${detailId}" aria-live="polite">${small ? 'One cell per address. Point at or Tab to one for details.' : `Each block holds ${fmt(block)} addresses; its number is how many are allocated. Point at or Tab to a block for its addresses.`}</div>
+    <div class="range-detail" id="${detailId}" aria-live="polite">${small ? 'One cell per address. Point at one, or Tab to the map and use the arrow keys, for details.' : `Each block holds ${fmt(block)} addresses; its number is how many are allocated. Point at a block, or Tab to the map and use the arrow keys, for its addresses.`}</div>
     <details class="range-list"${listOpen ? ' open' : ''}><summary>${mine.length} allocated ClusterIP${mine.length === 1 ? '' : 's'}</summary><table class="grid" aria-label="Allocated ClusterIPs in ${esc(u.cidr)}"><thead><tr><th scope="col">ClusterIP</th><th scope="col">Service</th><th scope="col">Where</th></tr></thead><tbody>${list}</tbody></table></details>
   </div>`;
 }

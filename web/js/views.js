@@ -116,7 +116,7 @@ export function renderDns(el, session) {
   });
   el.innerHTML = `
     <p class="explain">What the cluster DNS (CoreDNS) answers, per the Kubernetes DNS specification: <code>&lt;service&gt;.&lt;namespace&gt;.svc.cluster.local</code> resolves to the ClusterIP (a headless Service resolves to its ready pods instead), each named port gets an SRV record, and every ClusterIP has a reverse (PTR) name. Pods find Services by these names, never by address.</p>
-    <table class="grid" aria-label="DNS records"><thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Data</th><th scope="col">TTL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+    <table class="grid dns-records" aria-label="DNS records"><thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Data</th><th scope="col">TTL</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
   return records.length;
 }
 
