@@ -33,13 +33,10 @@ for n in "${sizes[@]}"; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || die "N must be a positive number, not $n"
 done
 
-"$here/setup.sh"
-"$repo/scripts/k8s.sh" build
-bin="$("$repo/scripts/k8s.sh" bin)"
-say "building ipvs-agent (release)"
-(cd "$repo" && cargo build -q --release -p ipvs-agent)
-mkdir -p "$repo/target/vm"
-strip -o "$repo/target/vm/ipvs-agent" "$repo/target/release/ipvs-agent"
+# shellcheck source=tests/vm/kube-host.sh
+. "$here/kube-host.sh"
+kube_host_build
+bin="$KUBE_BIN"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/bench-kube-proxy.XXXXXX")"
 proxy_pid=""
@@ -50,11 +47,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-SVCNET_K8S_SERVICE_CIDR=10.96.0.0/12 "$repo/scripts/k8s.sh" up >"$work/up.log" 2>&1 ||
-    { cat "$work/up.log" >&2; die "scripts/k8s.sh up failed"; }
-kubeconfig="$(sed -n 's/^KUBECONFIG=//p' "$repo/target/k8s/env")"
-server="$(sed -n 's/^SVCNET_K8S_SERVER=//p' "$repo/target/k8s/env")"
-kubectl=("$bin/kubectl" --kubeconfig "$kubeconfig")
+kube_host_up 10.96.0.0/12 "$work/up.log" || die "scripts/k8s.sh up failed"
+kubectl=("$bin/kubectl" --kubeconfig "$KUBECONFIG_HOST")
 
 "${kubectl[@]}" create -f - >/dev/null <<'EOF'
 apiVersion: v1
@@ -71,22 +65,7 @@ proxy_port=$((30000 + RANDOM % 5000))
 "${kubectl[@]}" proxy --address 127.0.0.1 --port "$proxy_port" --accept-hosts '.*' >"$work/proxy.log" 2>&1 &
 proxy_pid=$!
 
-pki="$repo/target/k8s/pki"
-b64() { base64 -w0 <"$1"; }
-cat >"$work/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: svcnet-test
-  cluster: {server: __SERVER__, certificate-authority-data: $(b64 "$pki/ca.crt")}
-users:
-- name: admin
-  user: {client-certificate-data: $(b64 "$pki/admin.crt"), client-key-data: $(b64 "$pki/admin.key")}
-contexts:
-- name: svcnet-test
-  context: {cluster: svcnet-test, user: admin}
-current-context: svcnet-test
-EOF
+kube_host_kubeconfig "$work/kubeconfig"
 
 # objects FROM TO: Services svc-FROM..svc-(TO-1), each with one EndpointSlice
 # of 10 ready endpoints (10.128.0.0 + 10 i + k), as a JSON List.
@@ -129,12 +108,8 @@ for n in $(printf '%s\n' "${sizes[@]}" | sort -n); do
         sort -t- -k2 -n | head -n "$updates" >"$work/bench-vips"
     say "N=$n: booting the VM (kube-proxy, then ipvs-agent)"
     VM_NET=user VM_MEM="${VM_MEM:-3072}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-7200}" \
-        VM_APPEND="SVCNET_API_PORT=${server##*:} SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates" \
-        "$here/run.sh" "$here/guest/bench-kube-proxy.sh" \
-        "$bin/kube-proxy" "$repo/target/vm/ipvs-agent" \
-        /usr/sbin/xtables-nft-multi:/usr/sbin/xtables-nft-multi \
-        /usr/lib/x86_64-linux-gnu/xtables:/usr/lib/x86_64-linux-gnu/xtables \
-        "$(readlink -f /usr/sbin/ipset)":/usr/sbin/ipset \
+        VM_APPEND="SVCNET_API_PORT=$API_PORT SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates" \
+        "$here/run.sh" "$here/guest/bench-kube-proxy.sh" "${KUBE_VM_EXTRAS[@]}" \
         "$work/kubeconfig:/data/kubeconfig" "$work/bench-vips:/data/bench-vips" ||
         die "the VM run for N=$n failed"
     cat "$repo/target/vm/out/bench-kube-proxy/bench-$n.json" >>"$results"

@@ -52,14 +52,10 @@ esac
 [[ -d $manifests ]] || die "no manifest folder $manifests"
 manifests="$(cd "$manifests" && pwd)"
 
+# shellcheck source=tests/vm/kube-host.sh
+. "$here/kube-host.sh"
 started=$SECONDS
-"$here/setup.sh"
-"$repo/scripts/k8s.sh" build
-bin="$("$repo/scripts/k8s.sh" bin)"
-say "building ipvs-agent (release)"
-(cd "$repo" && cargo build -q --release -p ipvs-agent)
-mkdir -p "$repo/target/vm"
-strip -o "$repo/target/vm/ipvs-agent" "$repo/target/release/ipvs-agent"
+kube_host_build
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/kube-proxy-diff.XXXXXX")"
 cleanup() {
@@ -69,47 +65,17 @@ cleanup() {
 trap cleanup EXIT
 
 say "starting a dual-stack control plane (10.96.0.0/12, fd00:10:96::/108)"
-SVCNET_K8S_SERVICE_CIDR=10.96.0.0/12,fd00:10:96::/108 "$repo/scripts/k8s.sh" up >"$work/up.log" 2>&1 ||
-    { cat "$work/up.log" >&2; die "scripts/k8s.sh up failed"; }
-env_file="$repo/target/k8s/env"
-kubeconfig="$(sed -n 's/^KUBECONFIG=//p' "$env_file")"
-server="$(sed -n 's/^SVCNET_K8S_SERVER=//p' "$env_file")"
-api_port="${server##*:}"
+kube_host_up 10.96.0.0/12,fd00:10:96::/108 "$work/up.log" || die "scripts/k8s.sh up failed"
 
 say "loading $manifests"
-python3 "$here/cluster-fixture.py" "$bin/kubectl" "$kubeconfig" "$manifests" || die "the manifests could not be loaded"
-
-# The VM's kubeconfig: certificates inline, the server filled in inside.
-pki="$repo/target/k8s/pki"
-b64() { base64 -w0 <"$1"; }
-cat >"$work/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: svcnet-test
-  cluster:
-    server: __SERVER__
-    certificate-authority-data: $(b64 "$pki/ca.crt")
-users:
-- name: admin
-  user:
-    client-certificate-data: $(b64 "$pki/admin.crt")
-    client-key-data: $(b64 "$pki/admin.key")
-contexts:
-- name: svcnet-test
-  context: {cluster: svcnet-test, user: admin}
-current-context: svcnet-test
-EOF
+python3 "$here/cluster-fixture.py" "$KUBE_BIN/kubectl" "$KUBECONFIG_HOST" "$manifests" || die "the manifests could not be loaded"
+kube_host_kubeconfig "$work/kubeconfig"
 
 say "comparing in the VM; tables are sorted before comparing (ipvsadm-save lists virtual servers in the kernel's hash order, which differs between namespaces)"
 status=0
 VM_NET=user VM_MEM="${VM_MEM:-2048}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-1800}" \
-    VM_APPEND="SVCNET_API_PORT=$api_port" \
-    "$here/run.sh" "$here/guest/kube-proxy-diff.sh" \
-    "$bin/kube-proxy" "$bin/kubectl" "$repo/target/vm/ipvs-agent" \
-    /usr/sbin/xtables-nft-multi:/usr/sbin/xtables-nft-multi \
-    /usr/lib/x86_64-linux-gnu/xtables:/usr/lib/x86_64-linux-gnu/xtables \
-    "$(readlink -f /usr/sbin/ipset)":/usr/sbin/ipset \
+    VM_APPEND="SVCNET_API_PORT=$API_PORT" \
+    "$here/run.sh" "$here/guest/kube-proxy-diff.sh" "${KUBE_VM_EXTRAS[@]}" "$KUBE_BIN/kubectl" \
     "$work/kubeconfig:/data/kubeconfig" || status=$?
 say "took $((SECONDS - started)) s"
 exit "$status"

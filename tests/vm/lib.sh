@@ -14,6 +14,7 @@
 # Clients: vm_tcp_request, vm_udp_request, vm_expect_backends, vm_conn_*.
 # Misc: vm_in, vm_wait_until, vm_export, vm_ipvs_save, vm_info, vm_sysctl.
 # Network: vm_load_netfilter, vm_user_net (run.sh with VM_NET=user).
+# The real kube-proxy: vm_kube_prepare, vm_kube_node.
 # See tests/vm/README.md for the full list with arguments.
 
 # Addresses of the node (the VM's root namespace), on the dummy "node0" that
@@ -236,6 +237,62 @@ vm_user_net() {
     ip link set eth0 up || return 1
     ip addr add 10.0.2.15/24 dev eth0
     ip route add default via 10.0.2.2 dev eth0
+}
+
+# vm_kube_prepare API_PORT: make the VM a place where the real kube-proxy
+# runs and reaches the test apiserver on the host's loopback port API_PORT
+# (tests/vm/kube-proxy-diff.sh, bench-kube-proxy.sh): the netfilter modules
+# and user networking, iptables-nft under its usual names, a modprobe that
+# answers for the loaded modules (busybox's has no index here, and
+# `kube-proxy --cleanup` does nothing when `modprobe -va ip_vs` fails),
+# /run/kubeconfig-vm (the host's apiserver) and /run/kubeconfig-node
+# (127.0.0.1:6443 inside a namespace made by vm_kube_node) from
+# /data/kubeconfig, and the Unix socket those namespaces reach it through.
+vm_kube_prepare() {
+    local port="$1" t
+    vm_load_netfilter || return 1
+    vm_user_net || { vm_fail "user networking" "eth0 did not come up"; return 1; }
+    rm -f /usr/sbin/modprobe /usr/bin/modprobe
+    cat >/usr/sbin/modprobe <<'EOF'
+#!/bin/sh
+for m in "$@"; do
+    case $m in -*) continue ;; esac
+    [ -d "/sys/module/$(echo "$m" | tr - _)" ] || { echo "modprobe: FATAL: Module $m not found." >&2; exit 1; }
+done
+EOF
+    chmod 755 /usr/sbin/modprobe
+    # Debian's iptables is iptables-nft: one binary, named by how it is called.
+    for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+        ln -sf xtables-nft-multi "/usr/sbin/$t"
+    done
+    sed "s|__SERVER__|https://10.0.2.2:$port|" /data/kubeconfig >/run/kubeconfig-vm
+    sed "s|__SERVER__|https://127.0.0.1:6443|" /data/kubeconfig >/run/kubeconfig-node
+    # File system paths are shared by all namespaces: socat here connects
+    # the socket to the host, socat in each namespace listens on its own
+    # 127.0.0.1:6443.
+    socat UNIX-LISTEN:/run/apiserver.sock,fork TCP:10.0.2.2:"$port" &
+    echo $! >>"$VM_STATE/pids"
+}
+
+# vm_kube_node NS IP4 [IP6]: a network namespace shaped like a node: a dummy
+# eth0 with the node's addresses carrying the default routes (the kernel
+# refuses NAT real servers it cannot route), and the apiserver at
+# 127.0.0.1:6443 (/run/kubeconfig-node; needs vm_kube_prepare).
+vm_kube_node() {
+    local ns="$1" ip4="$2" ip6="${3:-}"
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip netns exec "$ns" sh -c 'echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad'
+    ip -n "$ns" link add eth0 type dummy
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" addr add "$ip4/24" dev eth0
+    ip -n "$ns" route add default dev eth0
+    if [[ -n $ip6 ]]; then
+        ip -n "$ns" addr add "$ip6/64" dev eth0 nodad
+        ip -n "$ns" -6 route add default dev eth0
+    fi
+    ip netns exec "$ns" socat TCP-LISTEN:6443,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/run/apiserver.sock &
+    echo $! >>"$VM_STATE/pids"
 }
 
 # vm_ipvs_save: what `ipvsadm-save -n` prints.

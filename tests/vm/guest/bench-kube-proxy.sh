@@ -28,29 +28,10 @@ UPDATES="${SVCNET_BENCH_UPDATES:-200}"
 NODE_IP4=192.168.56.10
 FULL_TIMEOUT=3000
 
-vm_load_netfilter || vm_finish
-vm_user_net || { vm_fail "user networking"; vm_finish; }
-for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
-    ln -sf xtables-nft-multi "/usr/sbin/$t"
-done
-sed "s|__SERVER__|https://127.0.0.1:6443|" /data/kubeconfig >/run/kubeconfig-node
-socat UNIX-LISTEN:/run/apiserver.sock,fork TCP:10.0.2.2:"$API_PORT" &
-echo $! >>"$VM_STATE/pids"
+vm_kube_prepare "$API_PORT" || vm_finish
 
 now() { cut -d' ' -f1 /proc/uptime; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
-
-node_netns() {
-    local ns="$1"
-    ip netns add "$ns"
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link add eth0 type dummy
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" addr add "$NODE_IP4/24" dev eth0
-    ip -n "$ns" route add default dev eth0
-    ip netns exec "$ns" socat TCP-LISTEN:6443,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/run/apiserver.sock &
-    echo $! >>"$VM_STATE/pids"
-}
 
 # counts NS: "virtual-servers real-servers".
 counts() {
@@ -93,7 +74,7 @@ phase() {
     local tool="$1" octet="$2" mport="$3"
     local ns="bench-$tool"
     shift 3
-    node_netns "$ns"
+    vm_kube_node "$ns" "$NODE_IP4"
     local start t_k8s="" t_full="" c pid
     start="$(now)"
     ip netns exec "$ns" "$@" >"/run/$tool.log" 2>&1 &

@@ -38,48 +38,7 @@ KUBECTL_LOG=/run/kubectl.log
 # How long a step may take to reach both sides.
 SETTLE_TIMEOUT=90
 
-vm_load_netfilter || vm_finish
-vm_user_net || { vm_fail "user networking" "eth0 did not come up"; vm_finish; }
-# kube-proxy --cleanup runs `modprobe -va ip_vs` first and does nothing if it
-# fails; busybox's modprobe has no module index here. The modules are loaded
-# already, so a modprobe that checks /sys/module answers as the real one would.
-rm -f /usr/sbin/modprobe /usr/bin/modprobe
-cat >/usr/sbin/modprobe <<'EOF'
-#!/bin/sh
-for m in "$@"; do
-    case $m in -*) continue ;; esac
-    [ -d "/sys/module/$(echo "$m" | tr - _)" ] || { echo "modprobe: FATAL: Module $m not found." >&2; exit 1; }
-done
-EOF
-chmod 755 /usr/sbin/modprobe
-# Debian's iptables is iptables-nft: one binary, named by how it is called.
-for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
-    ln -sf xtables-nft-multi "/usr/sbin/$t"
-done
-sed "s|__SERVER__|https://10.0.2.2:$API_PORT|" /data/kubeconfig >/run/kubeconfig-vm
-sed "s|__SERVER__|https://127.0.0.1:6443|" /data/kubeconfig >/run/kubeconfig-node
-# The namespaces reach the apiserver through a Unix socket (file system
-# paths are shared by all namespaces): socat in each listens on its own
-# 127.0.0.1:6443, socat here connects to the host.
-socat UNIX-LISTEN:/run/apiserver.sock,fork TCP:10.0.2.2:"$API_PORT" &
-echo $! >>"$VM_STATE/pids"
-
-# node_netns NAME: a namespace shaped like node-a.
-node_netns() {
-    local ns="$1"
-    ip netns add "$ns"
-    ip -n "$ns" link set lo up
-    ip netns exec "$ns" sh -c 'echo 0 >/proc/sys/net/ipv6/conf/default/accept_dad'
-    ip -n "$ns" link add eth0 type dummy
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" addr add "$NODE_IP4/24" dev eth0
-    ip -n "$ns" addr add "$NODE_IP6/64" dev eth0 nodad
-    # The kernel refuses NAT real servers it cannot route.
-    ip -n "$ns" route add default dev eth0
-    ip -n "$ns" -6 route add default dev eth0
-    ip netns exec "$ns" socat TCP-LISTEN:6443,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/run/apiserver.sock &
-    echo $! >>"$VM_STATE/pids"
-}
+vm_kube_prepare "$API_PORT" || vm_finish
 
 # table NS: the namespace's IPVS table and kube-ipvs0 addresses, sorted.
 table() {
@@ -148,8 +107,8 @@ EOF
 svc_patch() { kc patch service churn-web -n churn --type=merge -p "$1" >/dev/null; }
 
 # --- the two nodes -----------------------------------------------------------
-node_netns kube-proxy
-node_netns svcnet
+vm_kube_node kube-proxy "$NODE_IP4" "$NODE_IP6"
+vm_kube_node svcnet "$NODE_IP4" "$NODE_IP6"
 vm_info "kube-proxy $(kube-proxy --version 2>&1) and ipvs-agent $(ipvs-agent --version 2>&1 | awk '{print $2}') in namespaces of one kernel"
 
 ip netns exec kube-proxy kube-proxy --proxy-mode=ipvs --kubeconfig /run/kubeconfig-node \

@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# Host-side helpers shared by the scripts that run the real kube-proxy in
+# the VM beside the agent (tests/vm/kube-proxy-diff.sh, bench-kube-proxy.sh);
+# sourced after they set `here` (tests/vm) and `repo`, and a `say` function.
+#
+#   kube_host_build          setup.sh, Kubernetes (scripts/k8s.sh build) and
+#                            the agent (release, stripped to target/vm/ipvs-agent);
+#                            sets KUBE_BIN, the folder of the real binaries
+#   kube_host_up CIDRS LOG   a control plane with these service ranges; sets
+#                            KUBECONFIG_HOST and API_PORT
+#   kube_host_kubeconfig OUT the VM's kubeconfig: certificates inline, server
+#                            __SERVER__ (filled in by vm_kube_prepare)
+#   KUBE_VM_EXTRAS           run.sh extras: kube-proxy, iptables-nft with its
+#                            extensions, ipset
+
+kube_host_build() {
+    "$here/setup.sh"
+    "$repo/scripts/k8s.sh" build
+    KUBE_BIN="$("$repo/scripts/k8s.sh" bin)"
+    say "building ipvs-agent (release)"
+    (cd "$repo" && cargo build -q --release -p ipvs-agent)
+    mkdir -p "$repo/target/vm"
+    strip -o "$repo/target/vm/ipvs-agent" "$repo/target/release/ipvs-agent"
+    KUBE_VM_EXTRAS=("$KUBE_BIN/kube-proxy" "$repo/target/vm/ipvs-agent"
+        /usr/sbin/xtables-nft-multi:/usr/sbin/xtables-nft-multi
+        /usr/lib/x86_64-linux-gnu/xtables:/usr/lib/x86_64-linux-gnu/xtables
+        "$(readlink -f /usr/sbin/ipset)":/usr/sbin/ipset)
+}
+
+kube_host_up() {
+    local cidrs="$1" log="$2" server
+    SVCNET_K8S_SERVICE_CIDR="$cidrs" "$repo/scripts/k8s.sh" up >"$log" 2>&1 || {
+        cat "$log" >&2
+        return 1
+    }
+    KUBECONFIG_HOST="$(sed -n 's/^KUBECONFIG=//p' "$repo/target/k8s/env")"
+    server="$(sed -n 's/^SVCNET_K8S_SERVER=//p' "$repo/target/k8s/env")"
+    API_PORT="${server##*:}"
+}
+
+kube_host_kubeconfig() {
+    local pki="$repo/target/k8s/pki"
+    b64() { base64 -w0 <"$1"; }
+    cat >"$1" <<EOT
+apiVersion: v1
+kind: Config
+clusters:
+- name: svcnet-test
+  cluster: {server: __SERVER__, certificate-authority-data: $(b64 "$pki/ca.crt")}
+users:
+- name: admin
+  user: {client-certificate-data: $(b64 "$pki/admin.crt"), client-key-data: $(b64 "$pki/admin.key")}
+contexts:
+- name: svcnet-test
+  context: {cluster: svcnet-test, user: admin}
+current-context: svcnet-test
+EOT
+}
