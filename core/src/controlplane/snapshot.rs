@@ -16,6 +16,8 @@ use crate::rng::Rng;
 use crate::time::Time;
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -80,6 +82,11 @@ pub enum RestoreError {
     /// The snapshot's ranges differ from the configuration's.
     #[error("{0}")]
     Range(String),
+    /// Two Services of the snapshot hold the same ClusterIP or NodePort
+    /// (an edited or corrupt snapshot): restoring it would hand one
+    /// address or port to both.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl ControlPlane {
@@ -198,8 +205,35 @@ impl ControlPlane {
         cp.next_uid = snapshot.next_uid;
         cp.next_generated_name = snapshot.next_generated_name;
         cp.ensure_kubernetes_service();
+        cp.check_no_shared_allocations()?;
         cp.sync_all_slices();
         Ok(cp)
+    }
+
+    /// Refuses a restored state in which two Services hold the same
+    /// ClusterIP, or the same NodePort (one Service may use a NodePort for
+    /// several protocols).
+    fn check_no_shared_allocations(&self) -> Result<(), RestoreError> {
+        let mut ips: BTreeMap<IpAddr, String> = BTreeMap::new();
+        let mut ports: BTreeMap<i64, String> = BTreeMap::new();
+        for svc in self.services() {
+            let name = format!("{}/{}", svc.metadata.namespace_or_default(), svc.metadata.name);
+            for ip in svc.spec.cluster_ips.iter().filter_map(|ip| ip.parse::<IpAddr>().ok()) {
+                if let Some(other) = ips.insert(ip, name.clone()).filter(|other| *other != name) {
+                    return Err(RestoreError::Conflict(format!(
+                        "invalid snapshot: ClusterIP {ip} is held by both Service {other} and Service {name}"
+                    )));
+                }
+            }
+            for port in svc.spec.ports.iter().filter_map(|p| p.node_port) {
+                if let Some(other) = ports.insert(port, name.clone()).filter(|other| *other != name) {
+                    return Err(RestoreError::Conflict(format!(
+                        "invalid snapshot: NodePort {port} is held by both Service {other} and Service {name}"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Runs one pass of the ClusterIP repair loop: rebuilds the allocation
@@ -211,5 +245,71 @@ impl ControlPlane {
         self.cluster_ips = outcome.allocator;
         self.leaks = outcome.leaks;
         outcome.events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::service::ServicePort;
+
+    fn cluster() -> ControlPlane {
+        let config = ClusterConfig {
+            service_cluster_ip_range: "10.0.0.0/28".into(),
+            ..ClusterConfig::default()
+        };
+        let mut cp = ControlPlane::new(config).unwrap();
+        let mut svc = Service::default();
+        svc.metadata.name = "web".into();
+        svc.spec.service_type = "NodePort".into();
+        svc.spec.ports.push(ServicePort {
+            port: 80,
+            ..Default::default()
+        });
+        cp.apply_service(svc).unwrap();
+        cp
+    }
+
+    /// Found by `cargo fuzz` (fuzz/fuzz_targets/state_file.rs): a state
+    /// file whose `kubernetes` Service was moved to another namespace
+    /// restored with two Services on the first address.
+    #[test]
+    fn a_snapshot_with_a_clusterip_held_twice_is_refused() {
+        let mut snapshot = cluster().snapshot();
+        let kubernetes = snapshot
+            .services
+            .iter_mut()
+            .find(|s| s.metadata.name == "kubernetes")
+            .unwrap();
+        kubernetes.metadata.namespace = "default3".into();
+        let error = ControlPlane::restore(snapshot).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid snapshot: ClusterIP 10.0.0.1 is held by both Service default/kubernetes and Service default3/kubernetes"
+        );
+    }
+
+    #[test]
+    fn a_snapshot_with_a_node_port_held_twice_is_refused() {
+        let mut snapshot = cluster().snapshot();
+        let web = snapshot.services.iter().find(|s| s.metadata.name == "web").unwrap();
+        let mut copy = web.clone();
+        copy.metadata.name = "copy".into();
+        copy.spec.cluster_ip = "10.0.0.14".into();
+        copy.spec.cluster_ips = vec!["10.0.0.14".into()];
+        snapshot.services.push(copy);
+        let error = ControlPlane::restore(snapshot).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("is held by both Service default/copy and Service default/web"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_consistent_snapshot_still_restores() {
+        let cp = cluster();
+        assert_eq!(ControlPlane::restore(cp.snapshot()).unwrap(), cp);
     }
 }
