@@ -176,6 +176,20 @@ ipvsadm-goldens: vm-ipvsadm ## Refresh the committed captures (ipvs-agent/tests/
 	cp $(IPVSADM_CAPTURES)/*.nl ipvs-agent/tests/ipvsadm-captures/
 	@echo "ipvs-agent/tests/ipvsadm-captures/ refreshed: review with git diff"
 
+# Fuzzing (scripts/fuzz.sh, fuzz/): cargo fuzz targets over the netlink
+# parsers, manifests, watch events, the playground's operations, CIDRs, the
+# state files, and a stateful cluster + kernel-drift simulation. Seeds in
+# fuzz/corpus/; new inputs go to target/fuzz-corpus/, crashes to fuzz/artifacts/.
+FUZZ_SECONDS ?= 300
+.PHONY: fuzz fuzz-smoke
+fuzz: ## Run every fuzz target for FUZZ_SECONDS each (default 300); installs cargo-fuzz if needed
+	$(step)
+	scripts/fuzz.sh run $(FUZZ_SECONDS)
+
+fuzz-smoke: ## Run every fuzz target for 30 s (the bounded run for make test)
+	$(step)
+	scripts/fuzz.sh run 30
+
 # The browser playground (web/) and its browser tests (tests/browser/).
 PLAYGROUND_PORT ?= 8080
 .PHONY: playground-site playground browser-deps browser-test

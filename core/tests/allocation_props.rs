@@ -310,3 +310,128 @@ fn fill_and_drain_every_setup() {
         check_node_port(range, index as u64, &ops);
     }
 }
+
+/// A hand-edited or foreign snapshot entry: a run of offsets from a CIDR's
+/// network address (possibly reversed, overlapping others, or past the end),
+/// or text that is no address at all.
+#[derive(Clone, Debug)]
+enum RunText {
+    Run(u32, u32),
+    Single(u32),
+    Garbage(String),
+}
+
+fn run_texts() -> impl Strategy<Value = Vec<RunText>> {
+    let run = prop_oneof![
+        4 => (0u32..40, 0u32..40).prop_map(|(a, b)| RunText::Run(a, b)),
+        3 => (0u32..40).prop_map(RunText::Single),
+        1 => "[-0-9a-f.:]{0,12}".prop_map(RunText::Garbage),
+    ];
+    proptest::collection::vec(run, 0..8)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Restoring an arbitrary snapshot either fails and changes nothing, or
+    /// allocates exactly the addresses the snapshot lists, whose own
+    /// snapshot then restores to the same allocator.
+    #[test]
+    fn cluster_ip_restore_of_any_snapshot(
+        setup in 0..SETUPS.len(),
+        seed in any::<u64>(),
+        before in 0usize..10,
+        runs in proptest::collection::vec(run_texts(), 1..4),
+    ) {
+        let cidrs: Vec<IpNetwork> = SETUPS[setup].iter().map(|c| c.parse().unwrap()).collect();
+        let mut allocator = ClusterIpAllocator::new(cidrs.clone()).unwrap();
+        let mut rng = Rng::new(seed);
+        for i in 0..before {
+            let family = allocator.families()[i % allocator.families().len()];
+            let _ = allocator.allocate_next(family, &mut rng);
+        }
+        let mut snapshot = allocator.snapshot();
+        let mut listed: HashSet<IpAddr> = HashSet::new();
+        for (range, texts) in snapshot.ranges.iter_mut().zip(runs.iter().cycle()) {
+            let cidr: IpNetwork = range.range.parse().unwrap();
+            let family = IpFamily::of(cidr.network());
+            let at = |offset: u32| from_u128(family, to_u128(cidr.network()) + u128::from(offset) % addresses(cidr));
+            range.allocated = texts
+                .iter()
+                .map(|t| match t {
+                    RunText::Run(a, b) => {
+                        let (a, b) = (at(*a), at(*b));
+                        for v in to_u128(a)..=to_u128(b) {
+                            listed.insert(from_u128(family, v));
+                        }
+                        format!("{a}-{b}")
+                    }
+                    RunText::Single(a) => {
+                        listed.insert(at(*a));
+                        at(*a).to_string()
+                    }
+                    RunText::Garbage(g) => g.clone(),
+                })
+                .collect();
+        }
+        let unchanged = allocator.clone();
+        match allocator.restore(&snapshot) {
+            Err(_) => prop_assert_eq!(&allocator, &unchanged, "a refused restore changed the allocator"),
+            Ok(()) => {
+                for ip in &listed {
+                    prop_assert!(allocator.is_allocated(*ip), "{} listed but not allocated", ip);
+                }
+                let used: u128 = allocator.usage().iter().map(|u| u.used).sum();
+                prop_assert_eq!(used, listed.len() as u128, "more allocated than listed");
+                cluster_ip_round_trip(&allocator);
+            }
+        }
+    }
+
+    /// The same for NodePorts.
+    #[test]
+    fn node_port_restore_of_any_snapshot(
+        range in 0..PORT_RANGES.len(),
+        seed in any::<u64>(),
+        before in 0usize..10,
+        texts in run_texts(),
+    ) {
+        let range: PortRange = PORT_RANGES[range].parse().unwrap();
+        let mut allocator = NodePortAllocator::new(range);
+        let mut rng = Rng::new(seed);
+        for _ in 0..before {
+            let _ = allocator.allocate_next(&mut rng);
+        }
+        let mut snapshot = allocator.snapshot();
+        let size = u32::from(range.last() - range.first()) + 1;
+        let at = |offset: u32| range.first() as u32 + offset % (size + 2);
+        let mut listed: HashSet<u32> = HashSet::new();
+        snapshot.allocated = texts
+            .iter()
+            .map(|t| match t {
+                RunText::Run(a, b) => {
+                    listed.extend(at(*a)..=at(*b));
+                    format!("{}-{}", at(*a), at(*b))
+                }
+                RunText::Single(a) => {
+                    listed.insert(at(*a));
+                    at(*a).to_string()
+                }
+                RunText::Garbage(g) => g.clone(),
+            })
+            .collect();
+        let unchanged = allocator.clone();
+        match allocator.restore(&snapshot) {
+            Err(_) => prop_assert_eq!(&allocator, &unchanged, "a refused restore changed the allocator"),
+            Ok(()) => {
+                for port in &listed {
+                    let port = u16::try_from(*port).unwrap();
+                    prop_assert!(range.contains(port), "{} outside the range was accepted", port);
+                    prop_assert!(allocator.is_allocated(port), "{} listed but not allocated", port);
+                }
+                prop_assert_eq!(allocator.usage().used, listed.len() as u32);
+                node_port_round_trip(&allocator);
+            }
+        }
+    }
+}

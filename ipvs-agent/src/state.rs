@@ -84,10 +84,16 @@ pub fn load(path: &Path) -> Result<Option<Snapshot>, StateError> {
     let Some(text) = read(path)? else {
         return Ok(None);
     };
-    serde_json::from_str(&text).map(Some).map_err(|e| StateError::Corrupt {
+    parse(&text).map(Some).map_err(|message| StateError::Corrupt {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        message,
     })
+}
+
+/// Reads a snapshot from the text of a state file (what [`load`] does once
+/// the file is read); the error is the JSON decoder's message.
+pub fn parse(text: &str) -> Result<Snapshot, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
 /// Writes the snapshot atomically.
@@ -114,12 +120,18 @@ pub fn load_plan_state(path: &Path) -> Result<Option<PlanState>, StateError> {
     let Some(text) = read(path)? else {
         return Ok(None);
     };
-    serde_json::from_str(&text)
+    parse_plan_state(&text)
         .map(Some)
-        .map_err(|e| StateError::CorruptPlanState {
+        .map_err(|message| StateError::CorruptPlanState {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message,
         })
+}
+
+/// Reads a plan state from the text of a plan-state file (what
+/// [`load_plan_state`] does once the file is read).
+pub fn parse_plan_state(text: &str) -> Result<PlanState, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
 /// Writes a plan state atomically.

@@ -159,7 +159,11 @@ impl Scanner<'_> {
     fn run(&mut self) -> Result<(), LimitError> {
         loop {
             self.skip_to_token();
-            if self.eof() {
+            // libyaml's reader refuses a NUL ("control characters are not
+            // allowed"), so nothing after one is ever decoded; the scanner,
+            // which reads NUL as the end of text like libyaml's macros,
+            // stops there too (it used to loop on it forever).
+            if self.eof() || self.at(0) == 0 {
                 break;
             }
             if self.i - self.doc_start > MAX_DOCUMENT_BYTES {
@@ -192,7 +196,13 @@ impl Scanner<'_> {
                 continue;
             }
             self.used = true;
+            let before = self.i;
             self.token()?;
+            if self.i == before {
+                // Every token consumes at least one byte, so the scan stays
+                // linear whatever the text; a byte no rule takes is skipped.
+                self.advance();
+            }
         }
         self.close_document()
     }
@@ -453,6 +463,18 @@ mod tests {
             Err(other) => panic!("unexpected {other:?}"),
             Ok(()) => None,
         }
+    }
+
+    /// Found by `cargo fuzz` (fuzz/fuzz_targets/manifests.rs): a NUL byte
+    /// inside a plain scalar made the scanner loop forever.
+    #[test]
+    fn a_nul_byte_ends_the_scan_instead_of_looping() {
+        let text =
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: stale}\nspec: {containers: [{nam\0e: c, image: nginx}]}\n";
+        assert_eq!(scan(text), Ok(()));
+        assert_eq!(scan("\0"), Ok(()));
+        assert_eq!(scan("a: \0\0\n- [\0]"), Ok(()));
+        assert!(crate::api::manifest::parse_documents(text).is_err());
     }
 
     #[test]

@@ -137,6 +137,20 @@ impl ControlPlane {
         for obj in &snapshot.service_cidrs {
             cidrs.extend(obj.spec.cidrs.iter().filter_map(|c| c.parse::<IpNetwork>().ok()));
         }
+        // The allocator's CIDRs in the order the snapshot lists them (the
+        // order they were added in), not in ServiceCIDR name order: within
+        // a family, allocation fills the first CIDR first, so the order is
+        // part of the state (found by `cargo fuzz`).
+        let listed: Vec<IpNetwork> = (snapshot.cluster_ips.ranges.iter())
+            .filter_map(|r| r.range.parse::<IpNetwork>().ok())
+            .collect();
+        let position = |cidr: &IpNetwork| {
+            listed
+                .iter()
+                .position(|l| l.prefix() == cidr.prefix() && l.network() == cidr.network())
+                .unwrap_or(usize::MAX)
+        };
+        cidrs.sort_by_key(position);
         let mut ips = ClusterIpAllocator::new(cidrs.iter().copied()).map_err(|e| RestoreError::Range(e.to_string()))?;
         ips.restore(&snapshot.cluster_ips)
             .map_err(|e| RestoreError::Range(e.to_string()))?;
@@ -211,5 +225,55 @@ impl ControlPlane {
         self.cluster_ips = outcome.allocator;
         self.leaks = outcome.leaks;
         outcome.events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::service::ServicePort;
+
+    fn cluster() -> ControlPlane {
+        let config = ClusterConfig {
+            service_cluster_ip_range: "10.0.0.0/28".into(),
+            ..ClusterConfig::default()
+        };
+        let mut cp = ControlPlane::new(config).unwrap();
+        let mut svc = Service::default();
+        svc.metadata.name = "web".into();
+        svc.spec.service_type = "NodePort".into();
+        svc.spec.ports.push(ServicePort {
+            port: 80,
+            ..Default::default()
+        });
+        cp.apply_service(svc).unwrap();
+        cp
+    }
+
+    /// Found by `cargo fuzz` (fuzz/fuzz_targets/playground_commands.rs):
+    /// ServiceCIDRs created in other than name order came back in name
+    /// order, so a family's next allocation could come from another CIDR
+    /// than before the restore.
+    #[test]
+    fn service_cidrs_keep_their_order_across_a_restore() {
+        let mut cp = cluster();
+        for (name, cidr) in [("zz", "10.97.0.0/28"), ("aa", "10.98.0.0/28")] {
+            let text = format!(
+                "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {{name: {name}}}\nspec: {{cidrs: [{cidr}]}}\n"
+            );
+            for result in cp.apply_manifest(&text).unwrap() {
+                result.unwrap();
+            }
+        }
+        let restored = ControlPlane::restore(cp.snapshot()).unwrap();
+        let order = |cp: &ControlPlane| cp.cluster_ip_allocator().cidrs().collect::<Vec<_>>();
+        assert_eq!(order(&restored), order(&cp));
+        assert_eq!(restored, cp);
+    }
+
+    #[test]
+    fn a_consistent_snapshot_still_restores() {
+        let cp = cluster();
+        assert_eq!(ControlPlane::restore(cp.snapshot()).unwrap(), cp);
     }
 }

@@ -48,7 +48,7 @@ pub enum AddressChange {
 
 impl AddressChange {
     /// The request for the link with index `index`, numbered `seq`.
-    fn request(self, index: u32, seq: u32) -> NetlinkMessage<RouteNetlinkMessage> {
+    pub fn request(self, index: u32, seq: u32) -> NetlinkMessage<RouteNetlinkMessage> {
         let (address, flags) = match self {
             Self::Bind(address) => (address, NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE),
             Self::Unbind(address) => (address, NLM_F_REQUEST | NLM_F_ACK),
@@ -272,7 +272,7 @@ fn append(bytes: &mut Vec<u8>, request: &NetlinkMessage<RouteNetlinkMessage>) {
 /// The ACKs and errors in `buf` (what one `recvmsg` returned), as
 /// (sequence number, positive errno or 0 for an ACK); other messages are
 /// skipped. Never panics on malformed bytes.
-fn acks(buf: &[u8]) -> Result<Vec<(u32, i32)>, DecodeError> {
+pub fn acks(buf: &[u8]) -> Result<Vec<(u32, i32)>, DecodeError> {
     let align = usize::from(NLMSG_ALIGNTO);
     let mut answers = Vec::new();
     let mut offset = 0;

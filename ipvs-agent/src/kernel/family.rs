@@ -4,13 +4,22 @@
 //! ENOENT when no family of that name is registered, which for IPVS means
 //! the `ip_vs` module is not loaded.
 
-use netlink_packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
+use netlink_packet_core::{
+    parse_u16, DecodeError, NetlinkBuffer, NetlinkMessage, NetlinkPayload, NlasIterator, NLMSG_ERROR, NLM_F_REQUEST,
+};
 use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
 use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
 use netlink_packet_generic::GenlMessage;
 
 use super::error::GenlError;
 use crate::netlink::constants::{ENOENT, IPVS_GENL_NAME};
+
+/// The generic-netlink controller's fixed family id (`GENL_ID_CTRL`).
+const GENL_ID_CTRL: u16 = 16;
+/// Length of `struct genlmsghdr`.
+const GENL_HDRLEN: usize = 4;
+/// `CTRL_ATTR_FAMILY_ID`: the family id (u16).
+const CTRL_ATTR_FAMILY_ID: u16 = 1;
 
 /// The serialised `CTRL_CMD_GETFAMILY` request for the IPVS family.
 pub fn request(seq: u32) -> Vec<u8> {
@@ -32,40 +41,47 @@ pub fn request(seq: u32) -> Vec<u8> {
 /// request `seq`, `Ok(None)` when it holds nothing for it, and an error when
 /// the controller refused (ENOENT: the family is not registered).
 pub fn parse_reply(buf: &[u8], seq: u32) -> Result<Option<u16>, GenlError> {
+    let unreadable = |error: DecodeError| GenlError::Controller(format!("unreadable reply: {error}"));
     let mut offset = 0;
     while offset < buf.len() {
         let rest = &buf[offset..];
-        let message = NetlinkMessage::<GenlMessage<GenlCtrl>>::deserialize(rest)
-            .map_err(|error| GenlError::Controller(format!("unreadable reply: {error}")))?;
-        let length = message.header.length as usize;
-        if length == 0 {
-            break;
-        }
+        let header = NetlinkBuffer::new_checked(rest).map_err(unreadable)?;
+        // `new_checked` proved 16 <= length <= rest.len().
+        let length = header.length() as usize;
         offset += (length + 3) & !3;
-        if message.header.sequence_number != seq {
+        if header.sequence_number() != seq {
             continue;
         }
-        match message.payload {
-            NetlinkPayload::InnerMessage(genl) => {
-                let id = genl.payload.nlas.iter().find_map(|attr| match attr {
-                    GenlCtrlAttrs::FamilyId(id) => Some(*id),
-                    _ => None,
-                });
-                return id
-                    .map(Some)
-                    .ok_or_else(|| GenlError::Controller("the reply carries no family id".into()));
+        if header.message_type() == GENL_ID_CTRL {
+            // Only the top-level attributes are read: netlink-packet-generic's
+            // full parse of the nested policy attributes panics on some
+            // malformed lengths (found by `cargo fuzz`).
+            let attrs = header.payload().get(GENL_HDRLEN..).unwrap_or_default();
+            for nla in NlasIterator::new(attrs) {
+                let nla = nla.map_err(unreadable)?;
+                if nla.kind() == CTRL_ATTR_FAMILY_ID {
+                    return parse_u16(nla.value()).map(Some).map_err(unreadable);
+                }
             }
-            NetlinkPayload::Error(error) => match error.code {
-                Some(code) if code.get().abs() == ENOENT => return Err(GenlError::FamilyNotRegistered),
+            return Err(GenlError::Controller("the reply carries no family id".into()));
+        }
+        if header.message_type() != NLMSG_ERROR {
+            continue;
+        }
+        let message = NetlinkMessage::<GenlMessage<GenlCtrl>>::deserialize(&rest[..length]).map_err(unreadable)?;
+        if let NetlinkPayload::Error(error) = message.payload {
+            match error.code {
+                Some(code) if code.get().unsigned_abs() == ENOENT.unsigned_abs() => {
+                    return Err(GenlError::FamilyNotRegistered)
+                }
                 Some(code) => {
                     return Err(GenlError::Controller(format!(
                         "CTRL_CMD_GETFAMILY {IPVS_GENL_NAME} refused: {}",
-                        std::io::Error::from_raw_os_error(code.get().abs())
+                        std::io::Error::from_raw_os_error(code.get().saturating_abs())
                     )))
                 }
                 None => {}
-            },
-            _ => {}
+            }
         }
     }
     Ok(None)
@@ -121,6 +137,52 @@ mod tests {
             message,
             "the IPVS family is not registered: load the ip_vs kernel module (modprobe ip_vs)"
         );
+    }
+
+    /// Found by `cargo fuzz` (fuzz/fuzz_targets/netlink_replies.rs): a
+    /// controller reply whose nested policy attribute has a length below
+    /// 4 made netlink-packet-generic's parser panic.
+    #[test]
+    fn a_malformed_nested_policy_attribute_is_not_a_panic() {
+        // nlmsghdr (type 16, seq 1), genlmsghdr, FAMILY_ID 0x20, then
+        // CTRL_ATTR_POLICY (8) nesting an attribute of length 2.
+        let mut bytes = vec![0u8; 16];
+        bytes[4..6].copy_from_slice(&16u16.to_ne_bytes());
+        bytes[8..12].copy_from_slice(&1u32.to_ne_bytes());
+        bytes.extend([1, 2, 0, 0]);
+        bytes.extend([6, 0, 1, 0, 0x20, 0, 0, 0]);
+        bytes.extend([12, 0, 8 | 0x80, 0x80, 8, 0, 1, 0x80, 2, 0, 1, 0]);
+        let length = bytes.len() as u32;
+        bytes[0..4].copy_from_slice(&length.to_ne_bytes());
+        assert_eq!(parse_reply(&bytes, 1).unwrap(), Some(0x20));
+        let mut flipped = bytes.clone();
+        flipped[20..22].copy_from_slice(&3u16.to_ne_bytes());
+        assert!(
+            parse_reply(&flipped, 1).is_err(),
+            "a top-level attribute of length 3 is an error"
+        );
+    }
+
+    /// The input `cargo fuzz` found, as it was.
+    #[test]
+    fn the_fuzzed_controller_reply_is_not_a_panic() {
+        let hex = [
+            "6401000020000200e1d3046b0e0241ec0501000050010800070000000000080008000000000008000900000000000600",
+            "0b00020000005c000a000800010000000000080002000000000008000300000000000c00040000000000000000000c00",
+            "050000000000000000000800038b8b8b006800000020000500dfd3046b3b0100b8010100005400018006000100020000",
+            "000600020006000000140003000a60000a00000000000000000000000008000700000000000800080000000000080009",
+            "000000000008000a00000000007c000c000c00010000000000000000000c00060004000050000007000600727200000c",
+            "00070000000000ffffff00020000000000000000000c00030000000000000000000c00040000000000000000000c0005",
+            "0000000000000000000c00060000000000000000000c00070000000000000000000c000800000000ff08000800000000",
+            "00080000000000000c00090000000000000000000c000a00000000000000090000ff00ffffff",
+        ]
+        .concat();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        let seq = u32::from_ne_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        let _ = parse_reply(&bytes, seq);
     }
 
     #[test]

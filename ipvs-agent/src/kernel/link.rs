@@ -200,7 +200,7 @@ fn is_link_local(address: IpAddr) -> bool {
 
 /// The address an address message carries (IFA_LOCAL for IPv4, as `ip`
 /// shows it, else IFA_ADDRESS).
-fn address_of(message: &AddressMessage) -> Option<IpAddr> {
+pub fn address_of(message: &AddressMessage) -> Option<IpAddr> {
     let find = |local: bool| {
         message.attributes.iter().find_map(|attr| match attr {
             AddressAttribute::Local(addr) if local => Some(*addr),

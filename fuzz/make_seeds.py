@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in fuzz/corpus/<target>/ from the repository's
+own inputs: ipvs-agent/tests/ipvsadm-captures/*.nl (netlink bytes),
+tests/vectors/*.yaml and examples/*.yaml (manifests, commands, CIDRs).
+The state_file seeds (snapshots written by the core) are committed as
+they are and not rewritten here. Run from the repository root:
+python3 fuzz/make_seeds.py"""
+
+import hashlib
+import json
+import pathlib
+import random
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fuzz" / "corpus"
+
+
+def write(target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    directory = CORPUS / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def captures():
+    """(sent, received) byte strings of every capture."""
+    out = []
+    for path in sorted((ROOT / "ipvs-agent/tests/ipvsadm-captures").glob("*.nl")):
+        for line in path.read_text().splitlines():
+            if line.startswith(("> ", "< ")):
+                out.append((line[0], bytes.fromhex(line[2:].strip())))
+    return out
+
+
+def vectors():
+    for path in sorted((ROOT / "tests/vectors").glob("*.yaml")):
+        yield path.stem, yaml.safe_load(path.read_text())
+
+
+def manifests():
+    """Manifest texts: examples, and every `apply` of the vectors."""
+    texts = [p.read_text() for p in sorted((ROOT / "examples").glob("*.yaml"))]
+    for _, vector in vectors():
+        for step in vector.get("steps", []) or []:
+            if isinstance(step, dict) and isinstance(step.get("apply"), str):
+                texts.append(step["apply"])
+    return texts
+
+
+def main():
+    # Netlink: every received buffer, and every sent one (requests parse as
+    # messages of the family too); the Arbitrary-driven targets get the same
+    # bytes as raw material.
+    seen = set()
+    for _, data in captures():
+        if data in seen:
+            continue
+        seen.add(data)
+        write("netlink_replies", data)
+    rng = random.Random(15)
+    for target in ("netlink_requests", "rtnetlink_addresses", "proxy_stateful"):
+        for data in list(seen)[:12]:
+            write(target, data)
+        for _ in range(8):
+            write(target, bytes(rng.randrange(256) for _ in range(rng.randrange(16, 256))))
+
+    texts = manifests()
+    # Manifests: as written, and the objects as JSON.
+    for text in texts:
+        write("manifests", text)
+        try:
+            docs = [d for d in yaml.safe_load_all(text) if d]
+        except yaml.YAMLError:
+            continue
+        if docs:
+            write("manifests", json.dumps(docs[0]))
+        # Watch events: first byte 0 Service, 1 EndpointSlice, 2 Node.
+        for doc in docs:
+            kind = {"Service": 0, "EndpointSlice": 1, "Node": 2}.get(doc.get("kind"))
+            if kind is not None:
+                write("watch_events", bytes([kind]) + json.dumps(doc).encode())
+
+    # Playground scripts: a vector's config and steps as commands.
+    for name, vector in vectors():
+        config = vector.get("config") or {}
+        options = {k: config[k] for k in ("serviceClusterIpRange", "seed") if k in config}
+        lines = ["% options", json.dumps(options)]
+        for step in vector.get("steps", []) or []:
+            if not isinstance(step, dict):
+                continue
+            if isinstance(step.get("apply"), str):
+                lines += ["% apply", step["apply"].rstrip("\n")]
+            elif isinstance(step.get("delete"), dict):
+                d = step["delete"]
+                lines.append(f"% delete {d.get('kind', 'Service')} {d.get('namespace', 'default')} {d.get('name', '')}")
+            elif isinstance(step.get("advance"), (int, str)):
+                lines.append(f"% advance {step['advance']}")
+        lines += ["% table svc -A", "% table endpointslices -A", "% ipvsadm node-a", "% snapshot"]
+        write("playground_commands", "\n".join(lines) + "\n")
+
+    # CIDRs: every vector's range, and the shapes the parser must refuse.
+    ranges = {str((v.get("config") or {}).get("serviceClusterIpRange", "")) for _, v in vectors()}
+    ranges |= {
+        "10.96.0.0/12",
+        "fd00:10:96::/108",
+        "10.96.0.0/12,fd00:10:96::/112",
+        "fd00:10:96::/112,10.96.0.0/16",
+        "10.96.0.5/12|30000-32767",
+        "10.0.0.0/29|80-80",
+        "::ffff:10.0.0.0/120",
+        "0.0.0.0/0",
+        "127.0.0.0/24",
+        "10.96.0.0/12,10.97.0.0/16",
+        "10.96.0.0/012",
+        "fd00::/64|1-65535",
+    }
+    for text in sorted(ranges):
+        write("cidr", text)
+
+
+if __name__ == "__main__":
+    main()

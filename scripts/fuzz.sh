@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# cargo fuzz (libFuzzer) over the targets in fuzz/fuzz_targets/.
+#
+#   scripts/fuzz.sh build           build every target
+#   scripts/fuzz.sh run [SECONDS]   run every target for SECONDS each (default 30)
+#   scripts/fuzz.sh list            list the targets
+#
+# Installs cargo-fuzz when missing. Uses `cargo +nightly fuzz` when rustup
+# lists a nightly toolchain, else `RUSTC_BOOTSTRAP=1 cargo fuzz` on stable.
+# `run` prints per target libFuzzer's final coverage (`cov:`) and executions
+# per second, writes new inputs to target/fuzz-corpus/<target>/ (the seeds
+# in fuzz/corpus/<target>/ are read, never written), crashes to
+# fuzz/artifacts/<target>/, and ends with `fuzz: N passed, M failed`; it
+# exits non-zero when any target crashed.
+#
+# Environment: FUZZ_SANITIZER (default none: the targets are safe Rust and
+# assertions, overflow checks included, are on; `address` for ASan),
+# FUZZ_TARGETS (a space-separated subset), FUZZ_JOBS (build jobs),
+# FUZZ_MAX_LEN (libFuzzer -max_len, default 8192).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+SANITIZER="${FUZZ_SANITIZER:-none}"
+MAX_LEN="${FUZZ_MAX_LEN:-8192}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+
+ensure_cargo_fuzz() {
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz (cargo install cargo-fuzz --locked)" >&2
+    cargo install cargo-fuzz --locked
+  fi
+}
+
+# The command that runs cargo fuzz: nightly when rustup has one.
+FUZZ=()
+pick_toolchain() {
+  if command -v rustup >/dev/null 2>&1 && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    FUZZ=(cargo +nightly fuzz)
+    echo "fuzz: toolchain nightly ($(rustc +nightly --version))" >&2
+  else
+    export RUSTC_BOOTSTRAP=1
+    FUZZ=(cargo fuzz)
+    echo "fuzz: toolchain stable with RUSTC_BOOTSTRAP=1 ($(rustc --version))" >&2
+  fi
+}
+
+targets() {
+  if [[ -n ${FUZZ_TARGETS:-} ]]; then
+    printf '%s\n' $FUZZ_TARGETS
+  else
+    (cd fuzz && "${FUZZ[@]}" list)
+  fi
+}
+
+build() {
+  local jobs=()
+  [[ -n ${FUZZ_JOBS:-} ]] && jobs=(--jobs "$FUZZ_JOBS")
+  # -a: debug assertions (overflow checks) on; release optimisation.
+  (cd fuzz && "${FUZZ[@]}" build -a -s "$SANITIZER" "${jobs[@]}")
+}
+
+run_all() {
+  local seconds="${1:-30}" passed=0 failed=0 failures=()
+  build
+  mkdir -p "$CARGO_TARGET_DIR/fuzz-logs"
+  printf '%-22s %10s %8s %8s  %s\n' target exec/s cov runs result
+  for target in $(targets); do
+    local log="$CARGO_TARGET_DIR/fuzz-logs/$target.log"
+    local work="$CARGO_TARGET_DIR/fuzz-corpus/$target"
+    mkdir -p "$work" "fuzz/corpus/$target"
+    local status=0
+    (cd fuzz && "${FUZZ[@]}" run -a -s "$SANITIZER" "$target" "$work" "corpus/$target" -- \
+      -max_total_time="$seconds" -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1) >"$log" 2>&1 || status=$?
+    # libFuzzer's last status line ("#N DONE cov: C ft: F ... exec/s: E")
+    # or, on a crash, the last line it printed before it.
+    local line cov execs runs
+    line="$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -n 1 || true)"
+    cov="$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$line")"
+    execs="$(grep -E '^stat::average_exec_per_sec:' "$log" | awk '{print $2}' | tail -n 1)"
+    [[ -z $execs ]] && execs="$(sed -nE 's/.* exec\/s: ([0-9]+).*/\1/p' <<<"$line")"
+    runs="$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -n 1)"
+    if (( status == 0 )); then
+      passed=$((passed + 1))
+      printf '%-22s %10s %8s %8s  %s\n' "$target" "${execs:-?}" "${cov:-?}" "${runs:-?}" ok
+    else
+      failed=$((failed + 1))
+      failures+=("$target")
+      printf '%-22s %10s %8s %8s  %s\n' "$target" "${execs:-?}" "${cov:-?}" "${runs:-?}" "CRASH (exit $status, log $log)"
+      grep -E 'panicked at|ERROR: libFuzzer|SUMMARY|Test unit written to' "$log" | head -n 5 | sed 's/^/    /' || true
+    fi
+  done
+  echo "fuzz: $passed passed, $failed failed"
+  (( failed == 0 ))
+}
+
+main() {
+  local command="${1:-run}"
+  shift || true
+  ensure_cargo_fuzz
+  pick_toolchain
+  case "$command" in
+    build) build ;;
+    run) run_all "${1:-30}" ;;
+    list) targets ;;
+    *) echo "usage: scripts/fuzz.sh build | run [SECONDS] | list" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"
