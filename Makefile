@@ -102,7 +102,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
@@ -186,9 +186,11 @@ fuzz: ## Run every fuzz target for FUZZ_SECONDS each (default 300); installs car
 	$(step)
 	scripts/fuzz.sh run $(FUZZ_SECONDS)
 
-fuzz-smoke: ## Run every fuzz target for 30 s (the bounded run for make test)
+# make test's bounded run: a fixed seed, so a run replays the same mutations.
+FUZZ_SMOKE_SECONDS ?= 10
+fuzz-smoke: ## Run every fuzz target for FUZZ_SMOKE_SECONDS (default 10) with seed 1: the bounded run in make test
 	$(step)
-	scripts/fuzz.sh run 30
+	FUZZ_SEED=1 scripts/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 
 # The browser playground (web/) and its browser tests (tests/browser/).
 PLAYGROUND_PORT ?= 8080

@@ -16,7 +16,9 @@
 # Environment: FUZZ_SANITIZER (default none: the targets are safe Rust and
 # assertions, overflow checks included, are on; `address` for ASan),
 # FUZZ_TARGETS (a space-separated subset), FUZZ_JOBS (build jobs),
-# FUZZ_MAX_LEN (libFuzzer -max_len, default 8192).
+# FUZZ_MAX_LEN (libFuzzer -max_len, default 8192), FUZZ_SEED (libFuzzer
+# -seed: a fixed seed replays the same mutations, as `make test` does; unset,
+# libFuzzer picks one).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -70,9 +72,11 @@ run_all() {
     local work="$CARGO_TARGET_DIR/fuzz-corpus/$target"
     mkdir -p "$work" "fuzz/corpus/$target"
     local status=0
+    local seed=()
+    [[ -n ${FUZZ_SEED:-} ]] && seed=(-seed="$FUZZ_SEED")
     (cd fuzz && "${FUZZ[@]}" run -a -s "$SANITIZER" "$target" "$work" "corpus/$target" -- \
       -max_total_time="$seconds" -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1) >"$log" 2>&1 || status=$?
+      -print_final_stats=1 "${seed[@]}") >"$log" 2>&1 || status=$?
     # libFuzzer's last status line ("#N DONE cov: C ft: F ... exec/s: E")
     # or, on a crash, the last line it printed before it.
     local line cov execs runs
