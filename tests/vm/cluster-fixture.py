@@ -16,7 +16,7 @@ and the cloud controller that are not there.
 - Makes the Pods annotated svcnet.io/test-terminating: "true" terminating:
   created with a finalizer that holds them, then deleted.
 - Waits until the EndpointSlice controller has written a slice for every
-  Service with a selector.
+  Service with a selector (but ExternalName ones, which it leaves alone).
 
 YAML is read by kubectl itself (client-side dry run to JSON), so nothing but
 Python's standard library is needed here. Exits non-zero, naming the object,
@@ -183,7 +183,9 @@ def main():
             kubectl.create(obj, what)
             if status and status.get("loadBalancer"):
                 kubectl.patch_status("service", ns, meta["name"], {"loadBalancer": status["loadBalancer"]}, what)
-            if obj.get("spec", {}).get("selector"):
+            spec = obj.get("spec", {})
+            # The EndpointSlice controller leaves ExternalName Services alone.
+            if spec.get("selector") and spec.get("type") != "ExternalName":
                 selectors.append((ns, meta["name"]))
         else:
             kubectl.create(obj, what)
