@@ -142,7 +142,10 @@ impl Scanner<'_> {
 
     /// A token that may be a simple key starts here (block context only).
     fn key_start(&mut self) {
-        if self.flow == 0 && self.key.is_none() {
+        // A possible key from an earlier line is stale (libyaml's
+        // `yaml_parser_stale_simple_keys`): a plain scalar that ended by
+        // consuming the line break left it behind.
+        if self.flow == 0 && self.key.is_none_or(|(line, _)| line != self.line) {
             self.key = Some((self.line, self.col));
         }
     }
@@ -475,6 +478,23 @@ mod tests {
         assert_eq!(scan("\0"), Ok(()));
         assert_eq!(scan("a: \0\0\n- [\0]"), Ok(()));
         assert!(crate::api::manifest::parse_documents(text).is_err());
+    }
+
+    /// Found by `cargo fuzz` (fuzz/fuzz_targets/manifests.rs): the YAML
+    /// serde_yaml_ng writes for a Node whose address holds braces. The key
+    /// position of the plain value `x` outlived its line, so `address:`
+    /// rolled the indentation to the column of its colon, the block
+    /// scalar's lines were taken for flow collections and the text, which
+    /// libyaml reads, was refused as too deep.
+    #[test]
+    fn a_block_scalar_after_a_plain_value_is_not_structure() {
+        let text = format!(
+            "- type: x\n  address: |-\n    192.168.0: {{a\n    {}\n",
+            "{".repeat(120)
+        );
+        assert_eq!(depth_error(&text), None);
+        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+        assert!(value[0]["address"].as_str().unwrap().ends_with('{'));
     }
 
     #[test]
