@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 /// How long a read waits for kube-controller-manager to catch up.
 const SETTLE: Duration = Duration::from_secs(20);
 
+/// How long a read of EndpointSlices waits: a Service's slices are written
+/// once per Pod event, and on a loaded machine 130 Pods took the controller
+/// longer than [`SETTLE`] (a CI run failed `endpointslices-past-100` so).
+const SLICE_SETTLE: Duration = Duration::from_secs(60);
+
 /// A case in progress: both sides, its namespace, what it sent, and what
 /// must be cleaned up after it.
 pub struct CaseRun<'a> {
@@ -321,7 +326,7 @@ impl<'a> CaseRun<'a> {
         let path = resource_path(&name.kind, &ns, &name.name)?;
         // Controllers write parts of some objects (a ServiceCIDR's status,
         // its removal once released), so the real side may need a moment.
-        self.settle(ours, || {
+        self.settle(SETTLE, ours, || {
             let answer = self.real.get(&path)?;
             Ok(if answer.ok() {
                 normalize(&answer.body)
@@ -356,10 +361,15 @@ impl<'a> CaseRun<'a> {
         })
     }
 
-    /// Reads the real side until it equals svcnet's or [`SETTLE`] passes:
+    /// Reads the real side until it equals svcnet's or `patience` passes:
     /// the controllers work asynchronously.
-    fn settle(&self, ours: Value, read: impl Fn() -> Result<Value, String>) -> Result<Outputs, String> {
-        let deadline = Instant::now() + SETTLE;
+    fn settle(
+        &self,
+        patience: Duration,
+        ours: Value,
+        read: impl Fn() -> Result<Value, String>,
+    ) -> Result<Outputs, String> {
+        let deadline = Instant::now() + patience;
         loop {
             let real = read()?;
             if real == ours || Instant::now() > deadline {
@@ -377,7 +387,7 @@ impl<'a> CaseRun<'a> {
             resource_path("EndpointSlice", &ns, "")?,
             name.name
         );
-        self.settle(ours, || {
+        self.settle(SLICE_SETTLE, ours, || {
             let answer = self.real.get(&path)?;
             let items = answer
                 .body
@@ -396,7 +406,7 @@ impl<'a> CaseRun<'a> {
             None => json!({"error": format!("endpoints {:?} not found", name.name)}),
         };
         let path = resource_path("Endpoints", &ns, &name.name)?;
-        self.settle(ours, || {
+        self.settle(SETTLE, ours, || {
             let answer = self.real.get(&path)?;
             Ok(if answer.ok() {
                 normalize::endpoints(&answer.body)
@@ -412,7 +422,7 @@ impl<'a> CaseRun<'a> {
         let ours = normalize::table(&self.ours.kubectl(&words, &self.namespace)?, mask, &self.ranges);
         let mut args = vec!["-n", self.namespace.as_str()];
         args.extend(&words);
-        self.settle(ours, || {
+        self.settle(SETTLE, ours, || {
             Ok(match self.real.kubectl(&args) {
                 Ok(text) => normalize::table(&text, mask, &self.ranges),
                 Err(e) => json!({"error": e}),
