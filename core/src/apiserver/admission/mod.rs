@@ -10,6 +10,7 @@ pub mod endpoints;
 pub mod ip_families;
 pub mod metadata;
 pub mod names;
+pub mod source_ranges;
 pub mod validation;
 
 pub use defaults::default_service;

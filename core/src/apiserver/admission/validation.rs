@@ -6,6 +6,7 @@
 
 use super::metadata::{validate_labels, validate_object_meta};
 use super::names::{dns1123_label, dns1123_subdomain, iana_svc_name, parse_ip, qualified_name, special_ip, IP_MSG};
+use super::source_ranges::validate_source_ranges;
 use crate::api::service::{types, IntOrString, Service, ServicePort};
 use crate::family::IpFamily;
 use crate::field::{BadValue, FieldError, FieldPath};
@@ -18,8 +19,6 @@ const MAX_AFFINITY_TIMEOUT: i64 = 86400;
 const TRAFFIC_DISTRIBUTIONS: [&str; 3] = ["PreferClose", "PreferSameZone", "PreferSameNode"];
 const TOPOLOGY_HINTS: &str = "service.kubernetes.io/topology-aware-hints";
 const TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
-const SOURCE_RANGES: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
-const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
 
 /// Validates a (defaulted) Service for creation. Empty means valid.
@@ -262,41 +261,6 @@ fn validate_node_ports(svc: &Service, errs: &mut Vec<FieldError>) {
                 port.port
             );
             errs.push(FieldError::duplicate(&ports_path.index(i), BadValue::Json(key)));
-        }
-    }
-}
-
-/// `spec.loadBalancerSourceRanges`, or else its annotation: LoadBalancer
-/// only, each a CIDR. Values an update keeps are not checked again.
-fn validate_source_ranges(svc: &Service, old: Option<&Service>, errs: &mut Vec<FieldError>) {
-    let lb = svc.service_type() == types::LOAD_BALANCER;
-    if !svc.spec.load_balancer_source_ranges.is_empty() {
-        let path = FieldPath::new("spec").child("LoadBalancerSourceRanges");
-        if !lb {
-            errs.push(FieldError::forbidden(&path, LB_ONLY));
-        }
-        let kept: Vec<&str> = old
-            .map(|o| o.spec.load_balancer_source_ranges.iter().map(|r| r.trim()).collect())
-            .unwrap_or_default();
-        for (i, value) in svc.spec.load_balancer_source_ranges.iter().enumerate() {
-            let value = value.trim();
-            if !kept.contains(&value) && value.parse::<ipnetwork::IpNetwork>().is_err() {
-                errs.push(FieldError::invalid(&path.index(i), value, CIDR_MSG));
-            }
-        }
-    } else if let Some(value) = svc.metadata.annotations.get(SOURCE_RANGES) {
-        let path = FieldPath::new("metadata").child("annotations").key(SOURCE_RANGES);
-        if !lb {
-            errs.push(FieldError::forbidden(&path, LB_ONLY));
-        }
-        let unchanged = old.is_some_and(|o| o.metadata.annotations.get(SOURCE_RANGES) == Some(value));
-        let value = value.trim();
-        if !unchanged && !value.is_empty() {
-            for cidr in value.split(',').map(str::trim) {
-                if cidr.parse::<ipnetwork::IpNetwork>().is_err() {
-                    errs.push(FieldError::invalid(&path, cidr, CIDR_MSG));
-                }
-            }
         }
     }
 }
