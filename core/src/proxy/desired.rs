@@ -59,6 +59,16 @@ pub struct ProxyConfig {
     /// protection for IPVS rules other software keeps there).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exclude_cidrs: Vec<ipnetwork::IpNetwork>,
+    /// `--masquerade-all`: masquerade all ClusterIP traffic (nftables
+    /// ruleset).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub masquerade_all: bool,
+    /// `--cluster-cidr`: the pod CIDRs, at most one per family in
+    /// kube-proxy; ClusterIP traffic from outside them is masqueraded
+    /// (nftables ruleset). With none of a family, only traffic a node
+    /// process sends from a ClusterIP is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_cidrs: Vec<ipnetwork::IpNetwork>,
 }
 
 impl Default for ProxyConfig {
@@ -69,6 +79,8 @@ impl Default for ProxyConfig {
             node_port_range: PortRange::DEFAULT,
             drain_timeout_seconds: 600,
             exclude_cidrs: Vec::new(),
+            masquerade_all: false,
+            cluster_cidrs: Vec::new(),
         }
     }
 }

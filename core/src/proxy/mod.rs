@@ -15,6 +15,9 @@
 //! - [`kube_proxy_config`]: kube-proxy's `--config` file, read, defaulted
 //!   and validated as kube-proxy reads it for IPVS mode ([`go_duration`]:
 //!   its duration text).
+//! - [`nftables`]: the masquerade and filter rules kube-proxy writes with
+//!   iptables and ipsets, as one nftables table computed from the same
+//!   inputs, rendered as `nft` text.
 //! - [`health`]: kube-proxy's `/healthz` and `/livez` verdicts and bodies.
 //! - [`sync_loop`]: the sync loop as a state machine: when to read the
 //!   kernel, plan, apply and retry, with time passed in.
@@ -30,6 +33,7 @@ pub mod go_duration;
 pub mod health;
 pub mod index;
 pub mod kube_proxy_config;
+pub mod nftables;
 pub mod node;
 pub mod order;
 pub mod plan;
