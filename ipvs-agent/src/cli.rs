@@ -71,11 +71,18 @@ pub enum Command {
     #[command(
         long_about = "Print what `run` would program on this node, without touching the kernel (no privileges \
                       needed): the Services with their allocated ClusterIPs and NodePorts, the EndpointSlices, \
-                      the IPVS virtual servers with their real servers, and the kube-ipvs0 addresses.",
+                      the IPVS virtual servers with their real servers, and the kube-ipvs0 addresses; or the \
+                      masquerade and filter rules kube-proxy would add with iptables, as an nftables ruleset.",
         after_help = "Formats:\n  table         kubectl-style tables, then the table as `ipvsadm -Ln` shows it\n  \
                       ipvsadm-save  exactly what `ipvsadm-save -n` prints after `run --once` (`ipvsadm -R` reads it)\n  \
                       json          {services, endpointSlices, virtualServers, addresses}\n  \
-                      dns           the cluster DNS records, as a zone file"
+                      dns           the cluster DNS records, as a zone file\n  \
+                      nft           the nftables ruleset (table inet svcnet) standing in for the iptables rules and\n  \
+                      \x20             ipsets of kube-proxy's IPVS mode: masquerading (hairpin; NodePort, external and\n  \
+                      \x20             LoadBalancer traffic with externalTrafficPolicy Cluster; ClusterIP traffic from\n  \
+                      \x20             outside --cluster-cidr, or all of it with --masquerade-all), the\n  \
+                      \x20             loadBalancerSourceRanges firewall, and the refusal of kube-ipvs0 addresses on\n  \
+                      \x20             ports no Service has. `nft -f` reads it; `run` does not apply it yet"
     )]
     Plan(PlanArgs),
     /// Program the kernel's IPVS table and keep it in sync.
@@ -277,6 +284,14 @@ pub struct PlanArgs {
     /// What to print.
     #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
     pub format: PlanFormat,
+    /// For --format nft: the cluster's pod CIDRs (kube-proxy's --cluster-cidr), at most one per
+    /// family. ClusterIP traffic from outside them is masqueraded; with none of a family, only what a
+    /// process on the node sends from a ClusterIP is, as in kube-proxy.
+    #[arg(long, value_name = "CIDR[,CIDR]", value_delimiter = ',', value_parser = parse_cluster_cidr)]
+    pub cluster_cidr: Vec<ipnetwork::IpNetwork>,
+    /// For --format nft: masquerade all ClusterIP traffic (kube-proxy's --masquerade-all).
+    #[arg(long)]
+    pub masquerade_all: bool,
 }
 
 /// `run`'s flags.
@@ -352,6 +367,8 @@ pub enum PlanFormat {
     Json,
     /// DNS records as a zone file.
     Dns,
+    /// The nftables ruleset, as `nft -f` reads it.
+    Nft,
 }
 
 /// `--log-format`.
@@ -378,6 +395,16 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 
 fn parse_cidr(text: &str) -> Result<ipnetwork::IpNetwork, String> {
     text.parse().map_err(|_| "must be a valid CIDR".to_string())
+}
+
+/// A CIDR with its prefix length written out (`10.244.0.0` alone is not
+/// one, though `ipnetwork` reads it as a /32).
+fn parse_cluster_cidr(text: &str) -> Result<ipnetwork::IpNetwork, String> {
+    if text.contains('/') {
+        parse_cidr(text)
+    } else {
+        Err("must be a valid CIDR (e.g. 10.244.0.0/16)".to_string())
+    }
 }
 
 fn parse_node_port_address(text: &str) -> Result<String, String> {
@@ -577,12 +604,40 @@ mod tests {
             ("ipvsadm-save", PlanFormat::IpvsadmSave),
             ("json", PlanFormat::Json),
             ("dns", PlanFormat::Dns),
+            ("nft", PlanFormat::Nft),
         ] {
             let Command::Plan(plan) = parse(&["plan", "--format", name]).unwrap().command else {
                 panic!("not plan");
             };
             assert_eq!(plan.format, format);
         }
+    }
+
+    #[test]
+    fn nft_settings() {
+        let Command::Plan(plan) = parse(&[
+            "plan",
+            "--format",
+            "nft",
+            "--cluster-cidr",
+            "10.244.0.0/16,fd00:244::/48",
+            "--masquerade-all",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not plan");
+        };
+        assert_eq!(plan.cluster_cidr.len(), 2);
+        assert!(plan.masquerade_all);
+        let err = parse(&["plan", "--cluster-cidr", "10.244.0.0"]).unwrap_err();
+        assert!(err.contains("'10.244.0.0' for '--cluster-cidr <CIDR[,CIDR]>'"), "{err}");
+        let mut cmd = Cli::command();
+        let help = cmd.find_subcommand_mut("plan").unwrap().render_long_help().to_string();
+        assert!(
+            help.contains("nft           the nftables ruleset (table inet svcnet)"),
+            "{help}"
+        );
     }
 
     #[test]

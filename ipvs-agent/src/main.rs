@@ -26,6 +26,7 @@ use std::time::Duration;
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::dns::{cluster_records, zone_text, DnsConfig};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
+use svcnet_core::proxy::nftables::{desired_ruleset, nft_text};
 use svcnet_core::proxy::{desired_table, ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -186,10 +187,8 @@ fn plan(args: &PlanArgs) -> Result<ExitCode, Failure> {
     let cluster = load_cluster(common, false)?;
     let cp = cluster.control_plane();
     let node = node_info(common, &cluster)?;
-    let desired = cp.desired_ipvs_table(
-        &node,
-        &proxy_config(common, ProxyConfig::default().drain_timeout_seconds),
-    );
+    let proxy = plan_proxy_config(args);
+    let desired = cp.desired_ipvs_table(&node, &proxy);
     for warning in &desired.warnings {
         tracing::warn!("{warning}");
     }
@@ -200,9 +199,25 @@ fn plan(args: &PlanArgs) -> Result<ExitCode, Failure> {
         PlanFormat::Dns => cp.dns_zone(),
         PlanFormat::Json => plan_json(&services, &slices, &desired.table)?,
         PlanFormat::Table => plan_table(&services, &slices, &node, &desired.table),
+        PlanFormat::Nft => nft_text(&desired_ruleset(
+            services.iter().copied(),
+            slices.iter().copied(),
+            &node,
+            &proxy,
+        )),
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The proxy settings `plan` computes with: the common flags and the
+/// nftables ones.
+fn plan_proxy_config(args: &PlanArgs) -> ProxyConfig {
+    ProxyConfig {
+        masquerade_all: args.masquerade_all,
+        cluster_cidrs: args.cluster_cidr.clone(),
+        ..proxy_config(&args.common, ProxyConfig::default().drain_timeout_seconds)
+    }
 }
 
 /// `plan` in API mode: one list of each kind from the apiserver, the
@@ -220,7 +235,7 @@ async fn plan_from_api(args: &PlanArgs, source: &ApiSource) -> Result<ExitCode, 
     } else if node.ips.is_empty() {
         node.ips = host_addresses();
     }
-    let proxy = proxy_config(common, ProxyConfig::default().drain_timeout_seconds);
+    let proxy = plan_proxy_config(args);
     let services: Vec<&Service> = cache.services().collect();
     let slices: Vec<&EndpointSlice> = cache.slices().collect();
     let desired = desired_table(services.iter().copied(), slices.iter().copied(), &node, &proxy);
@@ -240,6 +255,12 @@ async fn plan_from_api(args: &PlanArgs, source: &ApiSource) -> Result<ExitCode, 
         }
         PlanFormat::Json => plan_json(&services, &slices, &desired.table)?,
         PlanFormat::Table => plan_table(&services, &slices, &node, &desired.table),
+        PlanFormat::Nft => nft_text(&desired_ruleset(
+            services.iter().copied(),
+            slices.iter().copied(),
+            &node,
+            &proxy,
+        )),
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)

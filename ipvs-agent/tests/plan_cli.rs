@@ -91,6 +91,27 @@ fn dns_and_table_formats() {
 }
 
 #[test]
+fn nft_of_the_examples_matches_the_golden_file() {
+    let out = plan("nft", &["--cluster-cidr", "10.244.0.0/16"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let golden = std::fs::read_to_string(root().join("ipvs-agent/tests/golden/examples.nft")).unwrap();
+    assert_eq!(stdout(&out), golden);
+    for want in [
+        "table inet svcnet {\n",
+        // CoreDNS on node-a reaching itself through kube-dns.
+        "10.244.1.5 . udp . 53 . 10.244.1.5",
+        "ip saddr != 10.244.0.0/16 ip daddr . meta l4proto . th dport @cluster-ips-v4 jump mark-for-masquerade",
+        "type nat hook postrouting priority srcnat; policy accept;",
+    ] {
+        assert!(golden.contains(want), "{want:?} missing from\n{golden}");
+    }
+    let all = stdout(&plan("nft", &["--masquerade-all"]));
+    assert!(all.contains("\t\tip daddr . meta l4proto . th dport @cluster-ips-v4 jump mark-for-masquerade\n"));
+    let none = stdout(&plan("nft", &[]));
+    assert!(none.contains("\t\tip saddr . meta l4proto . th dport @cluster-ips-v4 jump mark-for-masquerade\n"));
+}
+
+#[test]
 fn node_ip_flags_move_the_node_ports() {
     let out = plan(
         "ipvsadm-save",

@@ -10,8 +10,9 @@
 //! `clientConnection.kubeconfig`; the healthz and metrics addresses (and
 //! the bind address their defaults follow); `nodePortAddresses`. The rest
 //! is validated as kube-proxy validates it and reported as not used:
-//! `clusterCIDR` and `detectLocalMode` among them (svcnet programs no
-//! masquerade rules yet).
+//! `clusterCIDR`, `detectLocalMode` and `iptables.masqueradeAll` among
+//! them (svcnet applies no masquerade rules yet; `ipvs-agent plan --format
+//! nft` computes them from its own flags).
 
 use super::go_duration;
 use crate::field::{BadValue, FieldError, FieldPath};

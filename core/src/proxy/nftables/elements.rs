@@ -81,24 +81,20 @@ pub fn service_elements(
     for ip in &fragment.addresses {
         c.add(SetKind::IpvsAddresses, IpFamily::of(*ip), vec![Value::Addr(*ip)]);
     }
-    let families: BTreeSet<IpFamily> = (svc.spec.cluster_ips.iter())
-        .filter_map(|text| text.parse::<IpAddr>().ok())
-        .map(IpFamily::of)
+    let cluster_ips: Vec<IpAddr> = (svc.spec.cluster_ips.iter())
+        .filter_map(|text| text.parse().ok())
         .collect();
-    for (family, cluster_ip) in svc
-        .spec
-        .cluster_ips
-        .iter()
-        .filter_map(|t| t.parse::<IpAddr>().ok())
-        .map(|ip| (IpFamily::of(ip), ip))
-    {
-        add_family(&mut c, svc, slices, node, family, cluster_ip);
+    for &cluster_ip in &cluster_ips {
+        add_family(&mut c, svc, slices, node, IpFamily::of(cluster_ip), cluster_ip);
     }
-    if let Some(port) = svc.spec.health_check_node_port.and_then(|p| u16::try_from(p).ok()) {
-        if svc.needs_health_check_node_port() && port != 0 {
-            for family in families {
-                c.add(SetKind::HealthCheckNodePorts, family, vec![Value::Port(port)]);
-            }
+    let health_check = svc.spec.health_check_node_port.and_then(|p| u16::try_from(p).ok());
+    if let Some(port) = health_check.filter(|p| *p != 0 && svc.needs_health_check_node_port()) {
+        for ip in &cluster_ips {
+            c.add(
+                SetKind::HealthCheckNodePorts,
+                IpFamily::of(*ip),
+                vec![Value::Port(port)],
+            );
         }
     }
     c.out
