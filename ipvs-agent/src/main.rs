@@ -11,7 +11,7 @@ use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, Run
 use ipvs_agent::clock::Clock;
 use ipvs_agent::cluster::{Cluster, ClusterError};
 use ipvs_agent::dataplane::DataplaneError;
-use ipvs_agent::http::{self, Endpoints};
+use ipvs_agent::http::{self, Endpoints, Paths};
 use ipvs_agent::kernel::{apply_sysctls, LinuxDataplane};
 use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
@@ -404,20 +404,24 @@ async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serves /healthz and /metrics on their addresses (logged when one
-/// cannot be bound).
+/// Serves /healthz and /livez on the health address, and /metrics (with
+/// /healthz and /livez) on the metrics address (logged when one cannot be
+/// bound).
 async fn serve_endpoints(args: &RunArgs, metrics: Arc<Metrics>) {
-    let endpoints = Endpoints { metrics };
-    for (what, addr) in [
-        ("healthz", args.healthz_bind_address),
-        ("metrics", args.metrics_bind_address),
+    for (what, addr, paths) in [
+        ("/healthz and /livez", args.healthz_bind_address, Paths::Health),
+        ("/metrics", args.metrics_bind_address, Paths::Metrics),
     ] {
         match tokio::net::TcpListener::bind(addr).await {
             Ok(listener) => {
-                tracing::info!(%addr, "serving /{what}");
-                tokio::spawn(http::serve(listener, endpoints.clone()));
+                tracing::info!(%addr, "serving {what}");
+                let endpoints = Endpoints {
+                    metrics: metrics.clone(),
+                    paths,
+                };
+                tokio::spawn(http::serve(listener, endpoints));
             }
-            Err(e) => tracing::error!(%addr, error = %e, "cannot serve /{what}"),
+            Err(e) => tracing::error!(%addr, error = %e, "cannot serve {what}"),
         }
     }
 }
