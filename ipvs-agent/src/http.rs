@@ -130,8 +130,14 @@ enum Head {
 async fn read_head(stream: &mut TcpStream) -> io::Result<Head> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
+    // Where the search for the blank line resumes: only new bytes (and the
+    // 3 before them) are searched, so a client sending one byte at a time
+    // costs linear time, not quadratic.
+    let mut searched = 0;
     loop {
-        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|at| at + 4);
+        let end = (buf[searched..].windows(4))
+            .position(|w| w == b"\r\n\r\n")
+            .map(|at| searched + at + 4);
         if end.unwrap_or(buf.len()) > MAX_HEAD {
             return Ok(Head::TooLarge);
         }
@@ -139,6 +145,7 @@ async fn read_head(stream: &mut TcpStream) -> io::Result<Head> {
             buf.truncate(end);
             return Ok(Head::Complete(buf));
         }
+        searched = buf.len().saturating_sub(3);
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
             return Ok(Head::Closed);
@@ -292,6 +299,28 @@ mod tests {
         assert!(get(addr, "POST /metrics HTTP/1.1\r\n\r\n")
             .await
             .starts_with("HTTP/1.1 405"));
+        server.abort();
+    }
+
+    /// The blank line is found when it arrives split over several reads
+    /// (only new bytes are searched).
+    #[tokio::test]
+    async fn a_head_sent_a_byte_at_a_time_is_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let metrics = Arc::new(Metrics::new(Duration::from_secs(60)));
+        metrics.kube_proxy.start(Vec::new(), wall_now());
+        let paths = Paths::Health;
+        let server = tokio::spawn(serve(listener, Endpoints { metrics, paths }));
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        for byte in b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n" {
+            stream.write_all(&[*byte]).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let mut out = String::new();
+        stream.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
         server.abort();
     }
 
