@@ -149,4 +149,6 @@ impl<D: Dataplane> ApiAgent<D> {
 }
 
 #[cfg(test)]
+mod no_secrets;
+#[cfg(test)]
 mod tests;
