@@ -12,7 +12,7 @@ use ipvs_agent::clock::Clock;
 use ipvs_agent::cluster::{Cluster, ClusterError};
 use ipvs_agent::dataplane::DataplaneError;
 use ipvs_agent::http::{self, Endpoints, Paths};
-use ipvs_agent::kernel::{apply_sysctls, LinuxDataplane};
+use ipvs_agent::kernel::{apply_sysctls, IpvsSocket, LinuxDataplane};
 use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::netlink::Timeouts;
@@ -473,6 +473,7 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
 
 /// `sysctls`: kube-proxy's IPVS sysctls, each change logged.
 fn sysctls_command(strict_arp: bool) -> Result<ExitCode, Failure> {
+    load_ip_vs();
     let changes = apply_sysctls(strict_arp).map_err(|e| failure(e, KERNEL))?;
     for change in &changes {
         tracing::info!(key = change.key, old = %change.old, new = %change.new, "sysctl set");
@@ -487,6 +488,7 @@ fn sysctls_command(strict_arp: bool) -> Result<ExitCode, Failure> {
 /// is the one place the binary makes it.
 async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<LinuxDataplane, DataplaneError> {
     if !skip_sysctls {
+        load_ip_vs();
         let changes =
             apply_sysctls(strict_arp).map_err(|e| DataplaneError::Io(std::io::Error::other(e.to_string())))?;
         for change in &changes {
@@ -494,6 +496,17 @@ async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<Linux
         }
     }
     LinuxDataplane::open()
+}
+
+/// Asks the kernel for the IPVS netlink family, which loads `ip_vs` on
+/// kernels where the family has its module alias (added in late 2021):
+/// the IPVS sysctls exist only once it is loaded, and this way a fresh node
+/// needs no `modprobe ip_vs` and no container needs CAP_SYS_MODULE. If it
+/// fails, the sysctls' own error says what to do.
+fn load_ip_vs() {
+    if let Err(e) = IpvsSocket::open() {
+        tracing::debug!(error = %e, "the IPVS family is not there before the sysctls");
+    }
 }
 
 /// `run`'s dataplane, with the IPVS timeouts set when any is given (0
