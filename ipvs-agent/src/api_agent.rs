@@ -149,6 +149,4 @@ impl<D: Dataplane> ApiAgent<D> {
 }
 
 #[cfg(test)]
-mod no_secrets;
-#[cfg(test)]
 mod tests;

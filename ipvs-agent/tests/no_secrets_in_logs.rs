@@ -9,20 +9,54 @@
 //! prints); neither the token nor any 16-character piece of the key may
 //! appear. Broken kubeconfigs (a key that is not a key, a token that is no
 //! valid header) are refused with messages that hold no secret either.
+//!
+//! A test binary of its own, with one test: the capture is the process's
+//! global subscriber, which a test beside it would race (tracing caches
+//! per call site whether anyone listens).
 
-use super::*;
-use crate::kubeapi::{self, list, watch, ApiSource};
-use crate::memory::MemoryDataplane;
 use futures_util::StreamExt;
+use ipvs_agent::api_agent::{ApiAgent, ApiSettings};
+use ipvs_agent::dataplane::{ApplyReport, Dataplane, DataplaneError};
+use ipvs_agent::kubeapi::watch::WatchUpdate;
+use ipvs_agent::kubeapi::{self, list, watch, ApiSource};
+use ipvs_agent::metrics::Metrics;
+use ipvs_agent::sync::SyncSettings;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use svcnet_core::proxy::{IpvsTable, Operation, PlanState, ProxyConfig, VirtualServer, VirtualServerKey};
+use svcnet_core::time::Time;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+
+/// A kernel that has nothing and accepts everything: the agent's syncs
+/// are not what this test is about.
+struct NoKernel;
+
+impl Dataplane for NoKernel {
+    async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
+        Ok(IpvsTable::default())
+    }
+
+    async fn observe_virtual_servers(
+        &mut self,
+        _keys: &BTreeSet<VirtualServerKey>,
+    ) -> Result<BTreeMap<VirtualServerKey, VirtualServer>, DataplaneError> {
+        Ok(BTreeMap::new())
+    }
+
+    async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
+        ApplyReport {
+            applied: operations.len(),
+            failed: Vec::new(),
+        }
+    }
+}
 
 /// The bearer token: a marker that cannot occur by chance.
 const TOKEN: &str = "svcnet-test-token.c2VjcmV0LXRva2Vu.Zm9yLXRlc3RzLW9ubHk";
@@ -178,7 +212,7 @@ async fn api_mode(kubeconfig: PathBuf) -> Vec<String> {
         plan_state_file: None,
     };
     let metrics = Arc::new(Metrics::new(Duration::from_secs(60)));
-    let mut agent = ApiAgent::new(settings, PlanState::default(), MemoryDataplane::default(), metrics);
+    let mut agent = ApiAgent::new(settings, PlanState::default(), NoKernel, metrics);
     // Each of the three streams begins a list, fails, then backs off.
     let mut updates = watch::watch(client, "node-a");
     let mut failures = 0;
@@ -201,7 +235,7 @@ async fn api_mode(kubeconfig: PathBuf) -> Vec<String> {
 async fn no_token_or_key_is_logged_at_any_level() {
     let (text, json) = (Capture::default(), Capture::default());
     let (t, j) = (text.clone(), json.clone());
-    let _logs = tracing_subscriber::registry()
+    tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(move || t.clone())
@@ -215,7 +249,8 @@ async fn no_token_or_key_is_logged_at_any_level() {
                 .with_span_events(FmtSpan::FULL)
                 .with_span_list(true),
         )
-        .set_default();
+        .try_init()
+        .expect("the only subscriber of this test binary");
 
     let dir = tempfile::tempdir().unwrap();
     let refusing = refusing_apiserver().await;
