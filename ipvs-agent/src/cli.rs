@@ -318,10 +318,13 @@ pub struct RunArgs {
     /// The IPVS timeout of UDP flows; 0 leaves the kernel's.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_timeout)]
     pub ipvs_udp_timeout: Duration,
-    /// Where /healthz is served (200 while syncs succeed within 2 x --sync-period, else 503).
-    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:10256")]
+    /// Where /healthz and /livez are served (200 while syncs succeed within 2 x --sync-period, else
+    /// 503), and nothing else: every address by default, as kube-proxy, because the kubelet and
+    /// cloud load balancers (for externalTrafficPolicy: Cluster Services) probe it.
+    #[arg(long, value_name = "IP:PORT", default_value = "0.0.0.0:10256")]
     pub healthz_bind_address: SocketAddr,
-    /// Where /metrics is served (Prometheus text format).
+    /// Where /metrics is served (Prometheus text format), with /healthz and /livez; local only by
+    /// default, as kube-proxy.
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:10249")]
     pub metrics_bind_address: SocketAddr,
     /// Leave the sysctls kube-proxy sets (net.ipv4.vs.conntrack, ip_forward, ...) as they are.
@@ -540,7 +543,7 @@ mod tests {
         assert_eq!(run.min_sync_period, Duration::from_secs(1));
         assert_eq!(run.sync_period, Duration::from_secs(30));
         assert_eq!(run.drain_timeout, Duration::from_secs(600));
-        assert_eq!(run.healthz_bind_address.to_string(), "127.0.0.1:10256");
+        assert_eq!(run.healthz_bind_address.to_string(), "0.0.0.0:10256");
         assert_eq!(run.metrics_bind_address.to_string(), "127.0.0.1:10249");
         let c = &run.common;
         assert_eq!(c.service_cluster_ip_range, "10.96.0.0/12");
@@ -688,7 +691,8 @@ mod tests {
             "[default: 1s]",
             "[default: 30s]",
             "[default: 600s]",
-            "[default: 127.0.0.1:10256]",
+            "[default: 0.0.0.0:10256]",
+            "[default: 127.0.0.1:10249]",
             "[default: 10.96.0.0/12]",
         ] {
             assert!(run.contains(default), "{default} missing from:\n{run}");

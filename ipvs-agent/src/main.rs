@@ -11,8 +11,8 @@ use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, Run
 use ipvs_agent::clock::Clock;
 use ipvs_agent::cluster::{Cluster, ClusterError};
 use ipvs_agent::dataplane::DataplaneError;
-use ipvs_agent::http::{self, Endpoints};
-use ipvs_agent::kernel::{apply_sysctls, LinuxDataplane};
+use ipvs_agent::http::{self, Endpoints, Paths};
+use ipvs_agent::kernel::{apply_sysctls, IpvsSocket, LinuxDataplane};
 use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::netlink::Timeouts;
@@ -425,20 +425,24 @@ async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serves /healthz and /metrics on their addresses (logged when one
-/// cannot be bound).
+/// Serves /healthz and /livez on the health address, and /metrics (with
+/// /healthz and /livez) on the metrics address (logged when one cannot be
+/// bound).
 async fn serve_endpoints(args: &RunArgs, metrics: Arc<Metrics>) {
-    let endpoints = Endpoints { metrics };
-    for (what, addr) in [
-        ("healthz", args.healthz_bind_address),
-        ("metrics", args.metrics_bind_address),
+    for (what, addr, paths) in [
+        ("/healthz and /livez", args.healthz_bind_address, Paths::Health),
+        ("/metrics", args.metrics_bind_address, Paths::Metrics),
     ] {
         match tokio::net::TcpListener::bind(addr).await {
             Ok(listener) => {
-                tracing::info!(%addr, "serving /{what}");
-                tokio::spawn(http::serve(listener, endpoints.clone()));
+                tracing::info!(%addr, "serving {what}");
+                let endpoints = Endpoints {
+                    metrics: metrics.clone(),
+                    paths,
+                };
+                tokio::spawn(http::serve(listener, endpoints));
             }
-            Err(e) => tracing::error!(%addr, error = %e, "cannot serve /{what}"),
+            Err(e) => tracing::error!(%addr, error = %e, "cannot serve {what}"),
         }
     }
 }
@@ -490,6 +494,7 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
 
 /// `sysctls`: kube-proxy's IPVS sysctls, each change logged.
 fn sysctls_command(strict_arp: bool) -> Result<ExitCode, Failure> {
+    load_ip_vs();
     let changes = apply_sysctls(strict_arp).map_err(|e| failure(e, KERNEL))?;
     for change in &changes {
         tracing::info!(key = change.key, old = %change.old, new = %change.new, "sysctl set");
@@ -504,6 +509,7 @@ fn sysctls_command(strict_arp: bool) -> Result<ExitCode, Failure> {
 /// is the one place the binary makes it.
 async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<LinuxDataplane, DataplaneError> {
     if !skip_sysctls {
+        load_ip_vs();
         let changes =
             apply_sysctls(strict_arp).map_err(|e| DataplaneError::Io(std::io::Error::other(e.to_string())))?;
         for change in &changes {
@@ -511,6 +517,17 @@ async fn connect_dataplane(skip_sysctls: bool, strict_arp: bool) -> Result<Linux
         }
     }
     LinuxDataplane::open()
+}
+
+/// Asks the kernel for the IPVS netlink family, which loads `ip_vs` on
+/// kernels where the family has its module alias (added in late 2021):
+/// the IPVS sysctls exist only once it is loaded, and this way a fresh node
+/// needs no `modprobe ip_vs` and no container needs CAP_SYS_MODULE. If it
+/// fails, the sysctls' own error says what to do.
+fn load_ip_vs() {
+    if let Err(e) = IpvsSocket::open() {
+        tracing::debug!(error = %e, "the IPVS family is not there before the sysctls");
+    }
 }
 
 /// `run`'s dataplane, with the IPVS timeouts set when any is given (0

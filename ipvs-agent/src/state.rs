@@ -15,9 +15,15 @@
 //! MB at 5,000 Services) and changes only with Services and ServiceCIDRs,
 //! while the plan state is small and changes with every drain; writing it
 //! alone keeps a drain from rewriting megabytes.
+//!
+//! Both are created with mode 0600, and a file that another user owns or
+//! that group or others may write is refused ([`StateError::Owner`],
+//! [`StateError::Mode`]; see [`ownership`]).
+
+pub mod ownership;
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use svcnet_core::api::limits::{check_file_size, LimitError};
 use svcnet_core::controlplane::Snapshot;
@@ -42,6 +48,31 @@ pub enum StateError {
         path: PathBuf,
         /// Why.
         source: std::io::Error,
+    },
+    /// The file belongs to another user than the agent's; it is not read.
+    #[error(
+        "state file {path}: owned by uid {owner}, but the agent runs as uid {expected}; refusing a state file \
+         another user owns (expected: owned by uid {expected}, mode 0600; chown it, or move it away to start from \
+         scratch)"
+    )]
+    Owner {
+        /// The file.
+        path: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// The agent's effective uid.
+        expected: u32,
+    },
+    /// Group or others may write the file; it is not read.
+    #[error(
+        "state file {path}: mode {mode:04o} lets group or others write it; refusing it (expected: mode 0600; \
+         chmod 600 it, or move it away to start from scratch)"
+    )]
+    Mode {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
     },
     /// The file is not a snapshot (truncated, edited, another program's).
     #[error("state file {path}: not a valid svcnet state file ({message}); move it away to start from scratch")]
@@ -141,29 +172,36 @@ pub fn save_plan_state(path: &Path, state: &PlanState) -> Result<(), StateError>
     write_atomically(path, &json)
 }
 
-/// The file's text; `None` when it does not exist.
+/// The file's text; `None` when it does not exist. It must belong to
+/// this process's user and be writable by no one else
+/// ([`ownership::check`]), and fit the limit on files; both are checked on
+/// the open file, before it is read.
 fn read(path: &Path) -> Result<Option<String>, StateError> {
-    // Checked before reading; serde_json's own depth limit (128) keeps
-    // the decoding linear.
-    if let Ok(meta) = fs::metadata(path) {
-        let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);
-        check_file_size(size).map_err(|limit| StateError::Limit {
-            path: path.to_path_buf(),
-            limit,
-        })?;
-    }
-    match fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(StateError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+    let read_error = |source| StateError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(read_error(source)),
+    };
+    let meta = file.metadata().map_err(read_error)?;
+    ownership::check(path, &meta, ownership::effective_uid())?;
+    // serde_json's own depth limit (128) keeps the decoding linear.
+    let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    check_file_size(size).map_err(|limit| StateError::Limit {
+        path: path.to_path_buf(),
+        limit,
+    })?;
+    let mut text = String::with_capacity(size);
+    file.read_to_string(&mut text).map_err(read_error)?;
+    Ok(Some(text))
 }
 
 /// Replaces `path` with `json` and a newline: a temporary file in the same
-/// directory, fsync, rename over `path`, fsync of the directory.
+/// directory, created with mode 0600, fsync, rename over `path`, fsync of
+/// the directory.
 fn write_atomically(path: &Path, json: &[u8]) -> Result<(), StateError> {
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),
@@ -178,8 +216,11 @@ fn write_atomically(path: &Path, json: &[u8]) -> Result<(), StateError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    // One left by an earlier run with the same pid (1, in a container)
+    // that was killed mid-write.
+    let _ = fs::remove_file(&tmp);
     let result = (|| {
-        let mut file = File::create(&tmp)?;
+        let mut file = ownership::create_private(&tmp)?;
         file.write_all(json)?;
         file.write_all(b"\n")?;
         file.sync_all()?;
@@ -312,6 +353,86 @@ mod tests {
             load_plan_state(&path),
             Err(StateError::CorruptPlanState { .. })
         ));
+    }
+
+    #[test]
+    fn files_are_written_0600_even_over_a_wider_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        fs::write(&path, "{}").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        // A temporary file left by a run with the same pid, killed mid-write.
+        let stale = dir.path().join(format!(".state.json.tmp.{}", std::process::id()));
+        fs::write(&stale, "{\"half").unwrap();
+        let cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        save(&path, &cp.snapshot()).unwrap();
+        let plan = plan_state_path(&path);
+        save_plan_state(&plan, &a_plan_state()).unwrap();
+        for file in [&path, &plan] {
+            let mode = fs::metadata(file).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(mode, 0o600, "{}", file.display());
+        }
+        assert!(!stale.exists());
+        assert!(load(&path).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_file_others_may_write_is_refused_naming_path_and_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        save(&path, &cp.snapshot()).unwrap();
+        let plan = plan_state_path(&path);
+        save_plan_state(&plan, &a_plan_state()).unwrap();
+        for mode in [0o620, 0o602, 0o666] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            let err = load(&path).unwrap_err();
+            assert!(matches!(err, StateError::Mode { .. }), "{err}");
+            let text = err.to_string();
+            let want = format!(
+                "state file {}: mode {mode:04o} lets group or others write it",
+                path.display()
+            );
+            assert!(text.starts_with(&want), "{text}");
+            assert!(text.contains("expected: mode 0600"), "{text}");
+        }
+        fs::set_permissions(&plan, fs::Permissions::from_mode(0o646)).unwrap();
+        assert!(matches!(load_plan_state(&plan), Err(StateError::Mode { .. })));
+    }
+
+    /// Needs root (to give the file away); as another user the owner
+    /// check is covered by `ownership`'s tests alone.
+    #[test]
+    fn a_file_another_user_owns_is_refused_naming_path_and_owner() {
+        let uid = ownership::effective_uid();
+        if uid != 0 {
+            eprintln!("skipped: not root, cannot chown a file to another user");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        save(&path, &cp.snapshot()).unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StateError::Owner {
+                    owner: 65534,
+                    expected: 0,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let want = format!(
+            "state file {}: owned by uid 65534, but the agent runs as uid 0",
+            path.display()
+        );
+        assert!(err.to_string().starts_with(&want), "{err}");
     }
 
     #[test]

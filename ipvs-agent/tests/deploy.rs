@@ -1,9 +1,11 @@
 //! `deploy/` stays in step with the binary. The API-mode DaemonSet
 //! (`daemonset.yaml`): its arguments are ones `ipvs-agent run` accepts, its
-//! KubeProxyConfiguration reads without a warning, the agent runs
-//! unprivileged with CAP_NET_ADMIN, and its RBAC only reads. The standalone
-//! one (`daemonset-standalone.yaml`): its arguments are accepted and the
-//! manifests its ConfigMap ships pass `ipvs-agent plan`. `make
+//! KubeProxyConfiguration reads without a warning, and its RBAC only reads.
+//! The standalone one (`daemonset-standalone.yaml`): its arguments are
+//! accepted and the manifests its ConfigMap ships pass `ipvs-agent plan`.
+//! In both the agent runs hardened ([`assert_hardened`]): unprivileged with
+//! CAP_NET_ADMIN alone and a read-only root filesystem whose one writable
+//! mount holds the state file, after a sysctls init container. `make
 //! k8s-deploy-check` applies both to a real apiserver with `--dry-run=server`.
 
 use clap::Parser;
@@ -48,6 +50,32 @@ fn parse(args: &[String]) -> Cli {
         .unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
+/// The pod's agent container: not privileged, no privilege escalation,
+/// every capability dropped but NET_ADMIN, the default seccomp profile, a
+/// read-only root filesystem with one writable mount, the state file's
+/// directory; and a first init container, privileged and read-only too,
+/// that runs `sysctls`.
+fn assert_hardened(pod: &Value, state_file: Option<&Path>) {
+    let container = &pod["containers"][0];
+    let security = &container["securityContext"];
+    assert_eq!(security["privileged"], false);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["seccompProfile"]["type"], "RuntimeDefault");
+    let caps = &security["capabilities"];
+    assert_eq!(caps["drop"], serde_yaml_ng::from_str::<Value>("[ALL]").unwrap());
+    assert_eq!(caps["add"], serde_yaml_ng::from_str::<Value>("[NET_ADMIN]").unwrap());
+    let writable: Vec<&str> = (container["volumeMounts"].as_sequence().unwrap().iter())
+        .filter(|m| m["readOnly"] != true)
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect();
+    let state_dir = state_file.and_then(Path::parent).expect("a --state-file");
+    assert_eq!(writable, [state_dir.to_str().unwrap()], "the one writable mount");
+    let init = &pod["initContainers"][0];
+    assert!(matches!(parse(&arguments(init)).command, Command::Sysctls(_)));
+    assert_eq!(init["securityContext"]["readOnlyRootFilesystem"], true);
+}
+
 #[test]
 fn the_api_mode_daemonset_runs_unprivileged_with_kube_proxys_configuration() {
     const FILE: &str = "daemonset.yaml";
@@ -80,11 +108,7 @@ fn the_api_mode_daemonset_runs_unprivileged_with_kube_proxys_configuration() {
             "{probe}"
         );
     }
-    let security = &container["securityContext"];
-    assert_eq!(security["privileged"], false);
-    assert_eq!(security["capabilities"]["add"][0], "NET_ADMIN");
-    let init = &pod["initContainers"][0];
-    assert!(matches!(parse(&arguments(init)).command, Command::Sysctls(_)));
+    assert_hardened(pod, run.common.state_file.as_deref());
 
     let role = of_kind(FILE, "ClusterRole");
     for rule in role["rules"].as_sequence().unwrap() {
@@ -108,6 +132,8 @@ fn the_standalone_daemonset_arguments_are_accepted_by_run() {
     };
     assert_eq!(run.common.node_name.as_deref(), Some("node-a"));
     assert!(!run.once, "a DaemonSet agent keeps running");
+    assert!(run.skip_sysctls, "the init container sets them");
+    assert_hardened(&daemonset["spec"]["template"]["spec"], run.common.state_file.as_deref());
     let probe_port = &container["livenessProbe"]["httpGet"]["port"];
     assert_eq!(probe_port.as_u64(), Some(u64::from(run.healthz_bind_address.port())));
     let env: Vec<&str> = container["env"]

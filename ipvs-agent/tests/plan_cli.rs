@@ -1,7 +1,7 @@
 //! The real `ipvs-agent` binary run on the repository's examples: `plan` in
 //! every format, the help, and how bad flags, manifests and state files are
-//! reported (one `error:` line naming file, document and field; status 3;
-//! bad flags: status 2).
+//! reported (one `error:` line naming file, document and field; status 3,
+//! also for a state file others may write; bad flags: status 2).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -163,6 +163,25 @@ fn a_corrupt_state_file_is_an_error_not_a_reset() {
         std::fs::read_to_string(&state).unwrap(),
         "{\"config\":",
         "left as it was"
+    );
+}
+
+#[test]
+fn a_state_file_others_may_write_is_refused_with_status_3() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    std::fs::write(&state, "{}").unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = agent(&["plan", "--state-file", state.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "error: state file {}: mode 0666 lets group or others write it; refusing it (expected: mode 0600;",
+            state.display()
+        )),
+        "{err}"
     );
 }
 

@@ -30,6 +30,7 @@ const require = createRequire(import.meta.url);
 // The Node build of the same core: what the page must agree with.
 const { Cluster } = require(join(ROOT, 'target/wasm/node/svcnet_wasm.js'));
 const { clusterOptions } = await import(join(WEB, 'js/session.js'));
+const { encodeState } = await import(join(WEB, 'js/state.js'));
 
 // ---- a static server for web/ --------------------------------------------------
 
@@ -535,6 +536,93 @@ async function main() {
     await shot(page, '13-offline-tour');
     await page.context().close();
     assert.deepEqual(offlineProblems(), []);
+  });
+
+  await test('user text stays text: <img onerror>, <svg onload> and <script> in names, labels, annotations, a slice, the console, the CIDR field and a shared link run nothing', async () => {
+    // Each payload, if it ever ran, would count in window.__xss or open a
+    // dialog. No quotes in them, so every message shows them unescaped.
+    const payloads = ['<img src=x onerror=window.__xss=1>', '<svg onload=window.__xss=2>', '<script>window.__xss=3</script>', '<img src=x onerror=alert(4)>'];
+    const [img, svg, script, alert] = payloads;
+    const manifest = (object) => JSON.stringify(object);
+    const service = (name, extra = {}) => manifest({ apiVersion: 'v1', kind: 'Service', metadata: { name, ...extra }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } });
+    const stdin = [
+      // Accepted: annotation values are free text.
+      service('xss-annotated', { annotations: { 'svcnet.io/note': img, 'svcnet.io/more': `${svg} ${script} ${alert}` } }),
+      // Refused, each with an error that quotes the payload.
+      service(img),
+      service('xss-labelled', { labels: { app: svg } }),
+      manifest({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'xss-selector' }, spec: { selector: { app: script }, ports: [{ port: 80 }] } }),
+      // A slice written by hand: its endpoint's pod name and node are shown in the slices view.
+      manifest({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name: 'xss-slice', labels: { 'kubernetes.io/service-name': 'xss-annotated' } }, addressType: 'IPv4', ports: [{ port: 80 }], endpoints: [{ addresses: ['192.168.10.30'], targetRef: { kind: 'Pod', name: img }, nodeName: svg }] }),
+    ];
+    const lines = [
+      `kubectl create svc clusterip '${img}' --tcp=80`,
+      `kubectl create deployment '${svg}' --image=nginx`,
+      `kubectl create deployment web --image='${script}'`,
+      `kubectl get svc '${alert}'`,
+      img,
+      `${script} ${svg}`,
+      'kubectl get svc xss-annotated -o yaml',
+      'kubectl get svc xss-annotated -o json',
+      'kubectl get endpointslices -o wide',
+    ];
+    const dialogs = [];
+    const pages = [];
+    /** Nothing ran, no element came from the payloads, and the console shows them as text. */
+    const assertInert = async (page, where) => {
+      assert.equal(await page.evaluate(() => window.__xss), undefined, `${where}: a payload ran`);
+      assert.deepEqual(dialogs, [], `${where}: a payload opened a dialog`);
+      const planted = await page.evaluate(() => document.querySelectorAll('img, svg, [onerror], [onload], script:not([src])').length);
+      assert.equal(planted, 0, `${where}: a payload became an element`);
+    };
+    const open = async (hash = '') => {
+      const page = await openPage(hash);
+      page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); });
+      pages.push(page);
+      return page;
+    };
+
+    const page = await open();
+    await assertInert(page, 'the page as loaded');
+    for (const text of stdin) {
+      await kubectl(page, 'kubectl apply -f -');
+      await page.fill('#stdin-input', text);
+      // Ctrl+Enter, not a click: at 1366x768 the range map covers the Apply button.
+      await page.press('#stdin-input', 'Control+Enter');
+      await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    }
+    for (const line of lines) await kubectl(page, line);
+    for (const name of ['services', 'slices', 'ipvs', 'dns', 'walk']) await tab(page, name);
+    await assertInert(page, 'after the console and pastes');
+    const out = await page.locator('#console-output').innerText();
+    for (const p of payloads) assert.ok(out.includes(p), `the console shows ${p} as text:\n${out}`);
+    assert.match(out, /service\/xss-annotated created/);
+    assert.match(out, /metadata\.name: Invalid value: "<img src=x onerror=window\.__xss=1>"/, 'a payload as a name is refused, quoted');
+    const slices = await page.locator('#view-slices').innerText();
+    if (/endpointslice\.discovery\.k8s\.io\/xss-slice created/.test(out)) {
+      assert.ok(slices.includes(`pod/${img}`) && slices.includes(svg), `the slices view shows the pod and node as text:\n${slices}`);
+    }
+    assert.equal(await page.locator('#view-services [data-service="xss-annotated"]').count(), 1);
+
+    // The CIDR field: refused; the error box is written with innerHTML.
+    await page.fill('#cidr-input', img);
+    await page.click('#cidr-form button[type="submit"]');
+    await page.waitForSelector('#cidr-error:not([hidden])');
+    assert.match(await page.locator('#cidr-error').innerText(), /is not a valid cidr/);
+    assert.equal(await page.inputValue('#cidr-input'), img);
+    await assertInert(page, 'after the CIDR field');
+    await shot(page, '14-xss-inert');
+
+    // A shared link carrying the same commands, and one whose CIDR is a payload.
+    const history = [...stdin.map((text) => ({ line: 'kubectl apply -f -', stdin: text })), ...lines.map((line) => ({ line }))];
+    const linked = await open(`#${encodeState({ cidr: '10.96.0.0/12', seed: 0, history })}`);
+    assert.match(await linked.locator('#console-output').innerText(), /Restored from the link/);
+    for (const name of ['services', 'slices', 'ipvs', 'dns', 'walk']) await tab(linked, name);
+    await assertInert(linked, 'a link with the payloads');
+    const badCidr = await open(`#${encodeState({ cidr: script, seed: 0, history: [] })}`);
+    assert.match(await badCidr.locator('#cidr-error').innerText(), /is not a valid cidr/);
+    await assertInert(badCidr, 'a link whose CIDR is a payload');
+    for (const p of pages) await p.context().close();
   });
 
   await test('no console errors or page errors on any page', async () => {

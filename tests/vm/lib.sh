@@ -15,6 +15,7 @@
 # Misc: vm_in, vm_wait_until, vm_export, vm_ipvs_save, vm_info, vm_sysctl.
 # Network: vm_load_netfilter, vm_user_net (run.sh with VM_NET=user).
 # The real kube-proxy: vm_kube_prepare, vm_kube_node.
+# Logs: vm_kubeconfig_secrets, vm_no_secrets_in_logs.
 # See tests/vm/README.md for the full list with arguments.
 
 # Addresses of the node (the VM's root namespace), on the dummy "node0" that
@@ -723,4 +724,48 @@ _vm_rs_column() {
     local vs="$1" rs="$2" col="$3"
     # shellcheck disable=SC2086 # "-t ADDR:PORT" is two words
     ipvsadm -Ln $vs 2>/dev/null | awk -v rs="$rs" "\$1 == \"->\" && \$2 == rs { print \$$col }"
+}
+
+# --- secrets in logs -----------------------------------------------------------
+
+# vm_kubeconfig_secrets KUBECONFIG: what of its credentials must never be
+# logged, one fixed string per line: every token, password and
+# client-key-data value, and every body line (16 characters or more) of its
+# client keys, decoded from client-key-data or read from a client-key file.
+vm_kubeconfig_secrets() {
+    local kc="$1" value
+    _vm_kubeconfig_values "$kc" '(token|password|client-key-data)'
+    for value in $(_vm_kubeconfig_values "$kc" client-key-data); do
+        base64 -d <<<"$value" 2>/dev/null | grep -v -- '-----' | awk 'length >= 16'
+    done
+    for value in $(_vm_kubeconfig_values "$kc" client-key); do
+        grep -v -- '-----' "$value" | awk 'length >= 16'
+    done
+}
+
+# _vm_kubeconfig_values KUBECONFIG KEY_REGEX: the values of those keys, in
+# block or flow style, quoted or not.
+_vm_kubeconfig_values() {
+    grep -oE "$2:[[:space:]]*\"?[^\",}[:space:]]+" "$1" | sed -E 's/^[a-z-]+:[[:space:]]*"?//'
+}
+
+# vm_no_secrets_in_logs NAME KUBECONFIG LOG...: PASS when no credential of
+# KUBECONFIG (vm_kubeconfig_secrets) is in any LOG; a FAIL names the files
+# and lines, never the secret. A kubeconfig without credentials to look for
+# fails too, so that a change of its form cannot turn the check off.
+vm_no_secrets_in_logs() {
+    local name="$1" kc="$2" patterns count found
+    shift 2
+    patterns="$(mktemp)"
+    vm_kubeconfig_secrets "$kc" >"$patterns"
+    count="$(grep -c . "$patterns" || true)"
+    found="$(grep -HnF -f "$patterns" "$@" | cut -d: -f1,2 | head -n 5 | tr '\n' ' ')"
+    rm -f "$patterns"
+    if ((count == 0)); then
+        vm_fail "$name" "no credentials found in $kc to look for"
+    elif [[ -n $found ]]; then
+        vm_fail "$name" "credentials of $kc logged at ${found% }"
+    else
+        vm_pass "$name" "$count strings from $kc, none in $*"
+    fi
 }

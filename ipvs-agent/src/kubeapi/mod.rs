@@ -45,6 +45,31 @@ pub enum ApiModeError {
         /// Why.
         message: String,
     },
+    /// The kubeconfig file is not a kubeconfig (bad YAML, or a field of
+    /// the wrong type). Only the position is kept: the parser's message
+    /// quotes the lines around the error and serde's quote values, either
+    /// of which may be a credential.
+    #[error(
+        "--kubeconfig {path}: not a valid kubeconfig{}; the parser's message is left out, as it may quote \
+         credentials",
+        position.map_or(String::new(), |(line, column)| format!(" at line {line} column {column}"))
+    )]
+    KubeconfigSyntax {
+        /// The file.
+        path: PathBuf,
+        /// Line and column of the error, when the parser knows them.
+        position: Option<(u64, u64)>,
+    },
+    /// The kubeconfig user's token is not a valid HTTP header value
+    /// (kube-rs would panic on it). The token is not quoted.
+    #[error(
+        "--kubeconfig {path}: the user's token is not a valid HTTP header value (it holds a control character \
+         or a byte outside ASCII); the token is not shown"
+    )]
+    KubeconfigToken {
+        /// The file.
+        path: PathBuf,
+    },
     /// `--master` is not a URL.
     #[error("--master {url:?}: {message}")]
     Master {
@@ -94,8 +119,30 @@ async fn from_kubeconfig(path: &Path) -> Result<kube::Config, ApiModeError> {
         path: path.to_path_buf(),
         message,
     };
-    let file = kube::config::Kubeconfig::read_from(path).map_err(|e| bad(e.to_string()))?;
-    kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+    let file = kube::config::Kubeconfig::read_from(path).map_err(|e| match e {
+        kube::config::KubeconfigError::Parse(e) => ApiModeError::KubeconfigSyntax {
+            path: path.to_path_buf(),
+            position: e.location().map(|at| (at.line(), at.column())),
+        },
+        e => bad(e.to_string()),
+    })?;
+    let config = kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
         .await
-        .map_err(|e| bad(e.to_string()))
+        .map_err(|e| bad(e.to_string()))?;
+    if !token_is_a_header_value(&config.auth_info) {
+        return Err(ApiModeError::KubeconfigToken {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(config)
+}
+
+/// Whether the user's static token (if any) makes a valid `Authorization`
+/// header, checked as tower-http's `AddAuthorizationLayer::bearer` does,
+/// which kube-rs calls and which panics when it does not.
+fn token_is_a_header_value(user: &kube::config::AuthInfo) -> bool {
+    use secrecy::ExposeSecret;
+    user.token
+        .as_ref()
+        .is_none_or(|token| http::HeaderValue::try_from(format!("Bearer {}", token.expose_secret())).is_ok())
 }

@@ -20,7 +20,8 @@
 # NodePort, LoadBalancer with a status IP, externalIPs, ETP Local, an IPv6
 # Service, a deletion), comparing after each. Last, `kube-proxy --cleanup`
 # runs in its namespace, and a second agent started there (the same node,
-# from what kube-proxy left) must program the same table again.
+# from what kube-proxy left) must program the same table again. Last of all,
+# neither agent's log may hold the kubeconfig's credentials.
 #
 # Environment (from run.sh's VM_APPEND): SVCNET_API_PORT, the apiserver's
 # port on the host's loopback. Files: /data/kubeconfig (server __SERVER__,
@@ -200,6 +201,9 @@ ip netns exec kube-proxy env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubecon
 echo $! >>"$VM_STATE/pids"
 BEFORE="$(table kube-proxy)"
 compare "ipvs-agent where kube-proxy ran, after kube-proxy --cleanup" svcnet kube-proxy
+# The agents' logs hold none of the kubeconfig's credentials (client key).
+vm_no_secrets_in_logs "no kubeconfig credential in the agents' logs" /run/kubeconfig-node \
+    /run/svcnet.log /run/svcnet-2.log || true
 for f in kube-proxy svcnet svcnet-2; do
     if grep -qiE 'panic|fatal' "/run/$f.log"; then
         echo "--- /run/$f.log"
