@@ -176,6 +176,25 @@ ipvsadm-goldens: vm-ipvsadm ## Refresh the committed captures (ipvs-agent/tests/
 	cp $(IPVSADM_CAPTURES)/*.nl ipvs-agent/tests/ipvsadm-captures/
 	@echo "ipvs-agent/tests/ipvsadm-captures/ refreshed: review with git diff"
 
+# What the real `nft -f` sends and the kernel answers, captured in the VM
+# (tests/vm/nft-capture.sh), against the agent's nf_tables transactions
+# (ipvs-agent/tests/nft_captures.rs). `cargo test` checks the committed
+# captures; this target checks a fresh set.
+NFT_CAPTURES := target/vm/out/nft-capture
+.PHONY: vm-nft nft-goldens
+vm-nft: ## Capture nft -f's netlink traffic in the VM (strace) and compare the agent's nftables transactions with it, byte for byte
+	$(step)
+	tests/vm/setup.sh
+	tests/vm/run.sh tests/vm/nft-capture.sh /usr/bin/strace /usr/sbin/nft tests/vm/nft-cases:/vm/nft-cases \
+		ipvs-agent/tests/golden/examples.nft:/vm/nft-cases/examples.nft
+	SVCNET_NFT_CAPTURES=$(CURDIR)/$(NFT_CAPTURES) \
+		$(CARGO) test -p ipvs-agent --test nft_captures -- --nocapture
+
+nft-goldens: vm-nft ## Refresh the committed captures (ipvs-agent/tests/nft-captures/) from a fresh vm-nft run
+	rm -f ipvs-agent/tests/nft-captures/*.nl
+	cp $(NFT_CAPTURES)/*.nl ipvs-agent/tests/nft-captures/
+	@echo "ipvs-agent/tests/nft-captures/ refreshed: review with git diff"
+
 # Fuzzing (scripts/fuzz.sh, fuzz/): cargo fuzz targets over the netlink
 # parsers, manifests, watch events, the playground's operations, CIDRs, the
 # state files, and a stateful cluster + kernel-drift simulation. Seeds in

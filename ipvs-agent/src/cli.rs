@@ -92,13 +92,15 @@ pub enum Command {
                             applies only the differences. Manifest changes are picked up within --min-sync-period; \
                             every --sync-period the whole table is re-checked, so rules deleted by hand come back. \
                             A removed pod's real server is set to weight 0 and deleted once its connections end \
-                            (or after --drain-timeout). Needs CAP_NET_ADMIN."
+                            (or after --drain-timeout). With --nftables (new, off by default), the nftables \
+                            table inet svcnet is kept as well, one transaction per change. Needs CAP_NET_ADMIN."
     )]
     Run(RunArgs),
     /// Remove the virtual servers and kube-ipvs0 addresses the agent owns, and the link.
     #[command(
         long_about = "Remove everything the agent owns: the virtual servers on kube-ipvs0 addresses and \
-                            NodePorts on the node's addresses, the kube-ipvs0 addresses, then the kube-ipvs0 link. \
+                            NodePorts on the node's addresses, the kube-ipvs0 addresses, the kube-ipvs0 link, and \
+                            the nftables table inet svcnet (run --nftables) if there is one. \
                             Virtual servers on other addresses (keepalived, hand-made ipvsadm rules) are left alone. \
                             Needs CAP_NET_ADMIN."
     )]
@@ -338,6 +340,18 @@ pub struct RunArgs {
     /// deleted anyway.
     #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// New, off by default: also keep the nftables table `inet svcnet` (masquerade and filter
+    /// rules, as `plan --format nft` prints it) in the kernel, one nf_tables transaction per change.
+    /// Manifest mode only for now.
+    #[arg(long)]
+    pub nftables: bool,
+    /// With --nftables: the cluster's pod CIDRs (kube-proxy's --cluster-cidr), at most one per
+    /// family, as for `plan --format nft`.
+    #[arg(long, value_name = "CIDR[,CIDR]", value_delimiter = ',', value_parser = parse_cluster_cidr, requires = "nftables")]
+    pub cluster_cidr: Vec<ipnetwork::IpNetwork>,
+    /// With --nftables: masquerade all ClusterIP traffic (kube-proxy's --masquerade-all).
+    #[arg(long, requires = "nftables")]
+    pub masquerade_all: bool,
 }
 
 /// `cleanup`'s flags.

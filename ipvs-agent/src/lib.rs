@@ -1,6 +1,8 @@
 //! ipvs-agent: the svcnet node agent that programs Linux IPVS.
 //!
 //! - [`netlink`]: the IPVS generic-netlink family as pure data (no I/O).
+//! - [`nftables`]: nf_tables over nfnetlink as pure data: svcnet's table
+//!   `inet svcnet` as one transaction per change (no I/O).
 //! - [`dataplane`]: the boundary between the sync loop and the kernel.
 //! - [`cli`]: the command line.
 //! - [`manifests`]: manifest files and directories, decoded with their origin.
@@ -39,6 +41,7 @@ pub mod manifests;
 mod memory;
 pub mod metrics;
 pub mod netlink;
+pub mod nftables;
 pub mod node;
 pub mod state;
 pub mod sync;

@@ -12,6 +12,7 @@ use ipvs_agent::clock::Clock;
 use ipvs_agent::cluster::{Cluster, ClusterError};
 use ipvs_agent::dataplane::DataplaneError;
 use ipvs_agent::http::{self, Endpoints, Paths};
+use ipvs_agent::kernel::nft::{NftApplier, NftSyncOutcome};
 use ipvs_agent::kernel::{apply_sysctls, IpvsSocket, LinuxDataplane};
 use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
@@ -26,7 +27,7 @@ use std::time::Duration;
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::dns::{cluster_records, zone_text, DnsConfig};
 use svcnet_core::kubectl::{endpoint_slices_table, services_table};
-use svcnet_core::proxy::nftables::{desired_ruleset, nft_text};
+use svcnet_core::proxy::nftables::{desired_ruleset, empty_table, nft_text};
 use svcnet_core::proxy::{desired_table, ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -298,8 +299,12 @@ fn plan_json(services: &[&Service], slices: &[&EndpointSlice], table: &IpvsTable
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
     if let Some(source) = common.api_source() {
+        if args.nftables {
+            return Err(failure("--nftables works with --manifests only for now", USAGE));
+        }
         return run_api(&args, &source).await;
     }
+    let mut nftables = nftables_sync(&args)?;
     let cluster = load_cluster(common, true)?;
     let plan_state = load_plan_state(&cluster);
     // The state file is written only when allocations change, so drain
@@ -329,7 +334,8 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         // The state file was saved at start; a sync changes no allocation
         // (and the sync saved the plan state if it changed).
         let report = agent.sync_now(clock.now()).await;
-        return Ok(if report.succeeded() {
+        let nftables_synced = sync_nftables(&mut nftables, &agent);
+        return Ok(if report.succeeded() && nftables_synced {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
@@ -340,7 +346,9 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
-        agent.step(clock.now()).await;
+        if agent.step(clock.now()).await.is_some() {
+            sync_nftables(&mut nftables, &agent);
+        }
         let now = clock.now();
         let wait = agent.next_wake(now).since(now);
         tokio::select! {
@@ -351,6 +359,67 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     agent.save();
     tracing::info!("stopped; the kernel's table stays as programmed");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `run --nftables`: the applier of table `inet svcnet` and the settings
+/// its rules depend on.
+struct NftablesSync {
+    applier: NftApplier,
+    config: ProxyConfig,
+}
+
+fn nftables_sync(args: &RunArgs) -> Result<Option<NftablesSync>, Failure> {
+    if !args.nftables {
+        return Ok(None);
+    }
+    let applier = NftApplier::open().map_err(|e| failure(format!("cannot program nftables: {e}"), KERNEL))?;
+    let config = ProxyConfig {
+        masquerade_all: args.masquerade_all,
+        cluster_cidrs: args.cluster_cidr.clone(),
+        ..ProxyConfig::default()
+    };
+    Ok(Some(NftablesSync { applier, config }))
+}
+
+/// After a sync, with `--nftables`: table `inet svcnet` made what the core
+/// computes from the same Services, slices and node. False when it failed
+/// (logged; the next sync replaces the table whole).
+fn sync_nftables(nftables: &mut Option<NftablesSync>, agent: &Agent<LinuxDataplane>) -> bool {
+    let Some(nftables) = nftables else { return true };
+    let cp = agent.control_plane();
+    let node = agent.sync_loop().node();
+    let table = desired_ruleset(cp.services(), cp.endpoint_slices(), node, &nftables.config);
+    match nftables.applier.sync(&table) {
+        Ok(NftSyncOutcome::Unchanged) => true,
+        Ok(outcome) => {
+            tracing::info!(?outcome, "nftables table inet svcnet synced");
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "nftables table inet svcnet not synced; the next sync replaces it");
+            false
+        }
+    }
+}
+
+/// `cleanup`: table `inet svcnet` deleted if there is one. True unless the
+/// kernel refused (a kernel without nf_tables has no table to delete).
+fn cleanup_nftables() -> bool {
+    let deleted = NftApplier::open().and_then(|mut applier| applier.delete(&empty_table(&ProxyConfig::default())));
+    match deleted {
+        Ok(()) => {
+            tracing::info!("nftables table inet svcnet deleted (if it was there)");
+            true
+        }
+        Err(e) if e.no_nf_tables() => {
+            tracing::debug!(error = %e, "no nf_tables in this kernel: no table to delete");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "nftables table inet svcnet not deleted");
+            false
+        }
+    }
 }
 
 /// `run` in API mode: the watch streams feed the agent until SIGTERM or
@@ -480,12 +549,13 @@ async fn cleanup_command(common: &Common) -> Result<ExitCode, Failure> {
     if let Some(e) = &report.link_error {
         tracing::warn!(error = %e, "kube-ipvs0 not removed");
     }
+    let nftables_deleted = cleanup_nftables();
     tracing::info!(
         operations = report.operations,
         failed = report.failed.len(),
         "cleanup complete"
     );
-    Ok(if report.succeeded() {
+    Ok(if report.succeeded() && nftables_deleted {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

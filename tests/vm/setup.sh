@@ -7,7 +7,8 @@
 #    depmod), cpio, gzip, socat (UDP backends and clients; busybox nc has no UDP),
 #    strace (tests/vm/ipvsadm-capture.sh records what ipvsadm sends),
 #    iptables and ipset (what the real kube-proxy runs in the VM, for
-#    tests/vm/kube-proxy-diff.sh; nothing is changed on the host).
+#    tests/vm/kube-proxy-diff.sh; nothing is changed on the host), nftables
+#    (`nft`, whose netlink traffic tests/vm/nft-capture.sh records).
 #    `apt-get update` runs only when a package or the kernel cannot be had
 #    from the package lists as they are.
 # 2. The kernel linux-image-amd64 points at (or $SVCNET_VM_KERNEL_PKG): the .deb
@@ -33,7 +34,7 @@ cache="${SVCNET_VM_DIR:-$repo/target/vm}"
 kdir="$cache/kernel"
 
 # Host packages. qemu-system-x86 without its recommends (GUI, OVMF, ...).
-packages=(qemu-system-x86 busybox-static ipvsadm iproute2 kmod cpio gzip socat bash strace iptables ipset)
+packages=(qemu-system-x86 busybox-static ipvsadm iproute2 kmod cpio gzip socat bash strace iptables ipset nftables)
 
 # Modules, by name. Every IPVS scheduler Debian builds, so a test can pick any;
 # dummy for kube-ipvs0 and the node's uplink, veth for the namespaces.

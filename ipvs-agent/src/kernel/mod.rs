@@ -9,6 +9,8 @@
 //! - [`link`]: the `kube-ipvs0` dummy link (rtnetlink).
 //! - [`addresses`]: binding and unbinding its /32 and /128 addresses, many
 //!   per `sendmsg` ([`AddressSocket`]).
+//! - [`nft`]: nf_tables transactions ([`nft::NftSocket`]) and the applier
+//!   that keeps table `inet svcnet` as desired ([`nft::NftApplier`]).
 //! - [`sysctl`]: the sysctls kube-proxy's IPVS mode sets.
 //! - [`linux`]: [`LinuxDataplane`], the [`crate::dataplane::Dataplane`]
 //!   built from the above, with counters for metrics.
@@ -22,6 +24,7 @@ pub mod family;
 pub mod genl;
 pub mod link;
 pub mod linux;
+pub mod nft;
 pub mod sysctl;
 
 pub use addresses::{AddressChange, AddressSocket};

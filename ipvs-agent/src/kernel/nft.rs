@@ -1,0 +1,204 @@
+//! nf_tables over a `NETLINK_NETFILTER` socket: [`NftSocket`] sends one
+//! transaction per `sendmsg` and reads every answer, and [`NftApplier`]
+//! keeps svcnet's table `inet svcnet` as the core computes it, one
+//! transaction per change (see [`crate::nftables::transaction`]): the
+//! table replaced whole on the first sync, after a failure and on a change
+//! of shape, only element changes otherwise, nothing when nothing changed.
+//!
+//! Like the IPVS socket, it is non-blocking and never waits: the kernel
+//! handles a batch inside `sendmsg`, so by the time it returns every answer
+//! is queued.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use netlink_sys::protocols::NETLINK_NETFILTER;
+use netlink_sys::{Socket, SocketAddr};
+use svcnet_core::proxy::nftables::Table;
+use thiserror::Error;
+
+use super::genl::{grow_receive_buffer, READ_SIZE};
+use crate::nftables::error::EOPNOTSUPP;
+use crate::nftables::{
+    decide, delete_table, outcome, parse_answers, requests, NftBatch, NftBuildError, NftMessage, NftRefusal,
+    NftWireError, Transaction,
+};
+
+/// Why a transaction did not take effect.
+#[derive(Debug, Error)]
+pub enum NftError {
+    /// The ruleset cannot be expressed in requests.
+    #[error(transparent)]
+    Build(#[from] NftBuildError),
+    /// The kernel refused a request; nothing of the transaction applied.
+    #[error(transparent)]
+    Refused(#[from] NftRefusal),
+    /// An answer could not be read.
+    #[error(transparent)]
+    Wire(#[from] NftWireError),
+    /// A request got no answer.
+    #[error("nftables: the kernel did not answer every request of the transaction")]
+    NoAnswer,
+    /// The socket failed.
+    #[error("nftables socket: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl NftError {
+    /// Whether the kernel has no nf_tables at all (the socket's protocol,
+    /// or the subsystem, is missing): then no table of svcnet's can exist.
+    pub fn no_nf_tables(&self) -> bool {
+        match self {
+            Self::Io(error) => error.raw_os_error() == Some(libc::EPROTONOSUPPORT),
+            Self::Refused(refusal) => refusal.errno == EOPNOTSUPP,
+            _ => false,
+        }
+    }
+}
+
+/// A netfilter netlink socket for nf_tables transactions.
+#[derive(Debug)]
+pub struct NftSocket {
+    socket: Socket,
+    next_seq: u32,
+    buf: Vec<u8>,
+    send_buffer: usize,
+}
+
+impl NftSocket {
+    /// Open the socket, with extended ACKs (the kernel's reason in text).
+    pub fn open() -> Result<Self, NftError> {
+        let mut socket = Socket::new(NETLINK_NETFILTER)?;
+        socket.bind_auto()?;
+        socket.connect(&SocketAddr::new(0, 0))?;
+        if let Err(error) = socket.set_cap_ack(true) {
+            log::debug!("NETLINK_CAP_ACK: {error}");
+        }
+        if let Err(error) = socket.set_ext_ack(true) {
+            log::debug!("NETLINK_EXT_ACK: {error}");
+        }
+        grow_receive_buffer(&socket);
+        socket.set_non_blocking(true)?;
+        Ok(Self {
+            socket,
+            next_seq: 1,
+            buf: Vec::with_capacity(READ_SIZE),
+            send_buffer: 0,
+        })
+    }
+
+    /// Run `messages` as one transaction: all of them take effect, or none.
+    pub fn transact(&mut self, messages: Vec<NftMessage>) -> Result<(), NftError> {
+        let mut batch = NftBatch::new(self.next_seq);
+        for message in messages {
+            batch.push(message)?;
+        }
+        let (bytes, sent, next_seq) = batch.finish();
+        self.next_seq = next_seq;
+        self.grow_send_buffer(bytes.len());
+        let written = self.socket.send(&bytes, 0)?;
+        if written != bytes.len() {
+            return Err(NftError::Io(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("sendmsg wrote {written} of {} bytes", bytes.len()),
+            )));
+        }
+        let mut answers = Vec::new();
+        loop {
+            self.buf.clear();
+            match self.socket.recv(&mut self.buf, 0) {
+                Ok(_) => answers.extend(parse_answers(&self.buf)?),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        outcome(&sent, &answers).map_err(|refusal| refusal.map_or(NftError::NoAnswer, NftError::Refused))
+    }
+
+    /// A netlink message must fit the send buffer whole: grow it (as root,
+    /// past `net.core.wmem_max`) for a large transaction.
+    fn grow_send_buffer(&mut self, len: usize) {
+        let wanted = len.saturating_mul(2).max(256 * 1024);
+        if wanted <= self.send_buffer {
+            return;
+        }
+        let size = libc::c_int::try_from(wanted).unwrap_or(libc::c_int::MAX);
+        // SAFETY: the pointer and length describe `size`, a live c_int, and
+        // the descriptor belongs to `self.socket` for the whole call.
+        let forced = unsafe {
+            libc::setsockopt(
+                self.socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUFFORCE,
+                std::ptr::from_ref(&size).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if forced != 0 {
+            log::debug!("SO_SNDBUFFORCE {size}: {}", io::Error::last_os_error());
+        }
+        self.send_buffer = wanted;
+    }
+}
+
+/// What one sync did to the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NftSyncOutcome {
+    /// Nothing to change; nothing sent.
+    Unchanged,
+    /// The table was created (or replaced) whole.
+    Replaced,
+    /// Set elements were added and removed.
+    Elements {
+        /// Elements added.
+        added: usize,
+        /// Elements removed.
+        removed: usize,
+    },
+}
+
+/// Keeps table `inet svcnet` as desired, remembering what the last
+/// successful transaction left.
+#[derive(Debug)]
+pub struct NftApplier {
+    socket: NftSocket,
+    applied: Option<Table>,
+}
+
+impl NftApplier {
+    /// An applier on a new socket; its first sync replaces the table.
+    pub fn open() -> Result<Self, NftError> {
+        Ok(Self {
+            socket: NftSocket::open()?,
+            applied: None,
+        })
+    }
+
+    /// Make the kernel's table `desired`, in one transaction or none. On
+    /// failure the next sync replaces the table whole.
+    pub fn sync(&mut self, desired: &Table) -> Result<NftSyncOutcome, NftError> {
+        let transaction = decide(self.applied.as_ref(), desired);
+        let result = match &transaction {
+            Transaction::Nothing => NftSyncOutcome::Unchanged,
+            Transaction::Replace => NftSyncOutcome::Replaced,
+            Transaction::Elements(changes) => NftSyncOutcome::Elements {
+                added: changes.added.len(),
+                removed: changes.removed.len(),
+            },
+        };
+        if transaction == Transaction::Nothing {
+            return Ok(result);
+        }
+        self.applied = None;
+        self.socket.transact(requests(&transaction, desired)?)?;
+        self.applied = Some(desired.clone());
+        Ok(result)
+    }
+
+    /// Delete the table (`cleanup`); no error when there is none.
+    pub fn delete(&mut self, table: &Table) -> Result<(), NftError> {
+        self.applied = None;
+        self.socket.transact(delete_table(table))
+    }
+}
