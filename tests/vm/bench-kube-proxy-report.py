@@ -79,7 +79,8 @@ def main():
             r = ratio(a, b)
             run["ratios"][key] = r
             lines.append(f"| {label} | {fmt(a, unit)} | {fmt(b, unit)} | {fmt(r, 'x')} |")
-        lines.append("")
+        timed = [f"{t['tool']} {t['updates']} of {t.get('updatesTried', t['updates'])}" for t in (kp, sv) if t]
+        lines += ["", f"Updates timed (the others were not seen in the kernel within 60 s): {', '.join(timed)}.", ""]
         runs.append(run)
     lines += ["## Goals (issue 13)", ""]
     for label, key, n_only, goal in GOALS:

@@ -156,8 +156,8 @@ phase() {
     read -r cpu rss < <(cpu_rss "$pid")
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
-    printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s}\n' \
-        "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "${p50:-null}" "${p99:-null}" "$cpu" "$rss" >>/run/bench.json
+    printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s}\n' \
+        "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "$j" "${p50:-null}" "${p99:-null}" "$cpu" "$rss" >>/run/bench.json
     vm_info "$tool: cpu ${cpu} s, max RSS ${rss} KiB"
 }
 
