@@ -102,7 +102,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-agent kube-proxy-diff
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-nft vm-agent kube-proxy-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-nft vm-agent kube-proxy-diff
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
