@@ -325,9 +325,18 @@ fn run_texts() -> impl Strategy<Value = Vec<RunText>> {
     let run = prop_oneof![
         4 => (0u32..40, 0u32..40).prop_map(|(a, b)| RunText::Run(a, b)),
         3 => (0u32..40).prop_map(RunText::Single),
-        1 => "[-0-9a-f.:]{0,12}".prop_map(RunText::Garbage),
+        1 => "[-0-9a-f.:]{0,12}"
+            .prop_filter("garbage must not read as a valid entry", |g| !reads_as_entry(g))
+            .prop_map(RunText::Garbage),
     ];
     proptest::collection::vec(run, 0..8)
+}
+
+/// Whether `text` is a port, an address, or a run of either: such "garbage"
+/// (`1` in the range 1-40) is a valid snapshot entry, not garbage.
+fn reads_as_entry(text: &str) -> bool {
+    let one = |t: &str| t.parse::<u32>().is_ok() || t.parse::<IpAddr>().is_ok();
+    one(text) || text.split_once('-').is_some_and(|(a, b)| one(a) && one(b))
 }
 
 proptest! {
