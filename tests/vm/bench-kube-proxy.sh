@@ -104,8 +104,10 @@ for n in $(printf '%s\n' "${sizes[@]}" | sort -n); do
         say "  $((2 * (n - loaded))) objects in $((SECONDS - t0)) s"
         loaded=$n
     fi
+    # awk, not head: head would stop reading early and, under pipefail, the
+    # SIGPIPE of the commands before it would end the script.
     "${kubectl[@]}" get services -n bench -o jsonpath='{range .items[*]}{.metadata.name} {.spec.clusterIP}{"\n"}{end}' |
-        sort -t- -k2 -n | head -n "$updates" >"$work/bench-vips"
+        sort -t- -k2 -n | awk -v n="$updates" 'NR <= n' >"$work/bench-vips"
     say "N=$n: booting the VM (kube-proxy, then ipvs-agent)"
     VM_NET=user VM_MEM="${VM_MEM:-3072}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-7200}" \
         VM_APPEND="SVCNET_API_PORT=$API_PORT SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates" \
