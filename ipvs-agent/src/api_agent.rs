@@ -3,8 +3,9 @@
 //! changed is fed to the [`SyncLoop`]; syncs run when due; the plan state
 //! (drain start times, claimed virtual servers) is saved beside
 //! `--state-file` after each sync that changed it. Nothing is synced before
-//! the first complete lists, so a restart removes nothing it should keep;
-//! then `default/kubernetes` is programmed first, on its own. While the
+//! the first complete lists, so a restart removes nothing it should keep,
+//! but `default/kubernetes`, read on its own at start, is programmed alone
+//! as soon as it arrives (and first, on its own, after the lists). While the
 //! apiserver cannot be reached, the last state stays programmed and the
 //! periodic full syncs keep repairing the kernel from it. Time is passed
 //! in, so tests drive it; `main.rs` drives it with the real clock and the
@@ -99,6 +100,13 @@ impl<D: Dataplane> ApiAgent<D> {
                 self.cache.applied(object);
             }
             WatchUpdate::Deleted(object) => self.cache.deleted(&object),
+            WatchUpdate::KubernetesRead(service, slices) => {
+                tracing::info!(
+                    slices = slices.len(),
+                    "default/kubernetes read on its own, ahead of the lists"
+                );
+                self.cache.kubernetes_read(*service, slices);
+            }
             WatchUpdate::Unreadable(error) => tracing::warn!(%error, "left out: the core cannot read it"),
             WatchUpdate::Error(error) => {
                 self.metrics.record_api_error();
@@ -108,10 +116,18 @@ impl<D: Dataplane> ApiAgent<D> {
     }
 
     /// One step at `now`: what changed goes to the sync loop, and the syncs
-    /// that are due run. Nothing runs before the first complete lists.
+    /// that are due run. Before the first complete lists, only
+    /// `default/kubernetes` read on its own is synced.
     pub async fn step(&mut self, now: Time) -> Vec<SyncReport> {
         if !self.cache.synced() {
-            return Vec::new();
+            // Only `default/kubernetes`, when read on its own, is synced
+            // before the first lists are in.
+            let early: Vec<SyncReport> = self.sync.feed(&mut self.cache, now).await.into_iter().collect();
+            for report in &early {
+                self.plan_state_unsaved |= report.plan_state_changed;
+            }
+            self.save_plan_state();
+            return early;
         }
         self.metrics.kube_proxy.record_changes(self.cache.take_change_stats());
         self.metrics.kube_proxy.set_node_eligible(self.cache.node_eligible());

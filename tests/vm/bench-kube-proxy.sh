@@ -18,7 +18,10 @@
 # controller rewrites them; ClusterIPs come from 10.96.0.0/12.
 #
 # Environment: VM_MEM (default 3072 MiB), VM_SMP (default 2), VM_TIMEOUT
-# (default 7200 s per N), SVCNET_BENCH_UPDATES.
+# (default 7200 s per N), SVCNET_BENCH_UPDATES, SVCNET_BENCH_TOOLS (default
+# "kube-proxy,svcnet"; one of them alone is for profiling, and then the
+# report has no ratios). Each tool's log is kept in
+# target/vm/out/bench-kube-proxy/TOOL-N.log.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -110,12 +113,15 @@ for n in $(printf '%s\n' "${sizes[@]}" | sort -n); do
         sort -t- -k2 -n | awk -v n="$updates" 'NR <= n' >"$work/bench-vips"
     say "N=$n: booting the VM (kube-proxy, then ipvs-agent)"
     VM_NET=user VM_MEM="${VM_MEM:-3072}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-7200}" \
-        VM_APPEND="SVCNET_API_PORT=$API_PORT SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates" \
+        VM_APPEND="SVCNET_API_PORT=$API_PORT SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates SVCNET_BENCH_TOOLS=${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet}" \
         "$here/run.sh" "$here/guest/bench-kube-proxy.sh" "${KUBE_VM_EXTRAS[@]}" \
         "$work/kubeconfig:/data/kubeconfig" "$work/bench-vips:/data/bench-vips" ||
         die "the VM run for N=$n failed"
     cat "$repo/target/vm/out/bench-kube-proxy/bench-$n.json" >>"$results"
 done
 
-python3 "$here/bench-kube-proxy-report.py" "$results" "$repo/benchmarks/kube-proxy" "$(nproc)"
-say "wrote benchmarks/kube-proxy.md and benchmarks/kube-proxy.json"
+# A run of one tool alone has no ratios: its report stays out of benchmarks/.
+report="benchmarks/kube-proxy"
+[[ ${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet} == kube-proxy,svcnet ]] || report="target/vm/out/bench-kube-proxy/one-tool"
+python3 "$here/bench-kube-proxy-report.py" "$results" "$repo/$report" "$(nproc)"
+say "wrote $report.md and $report.json"

@@ -24,7 +24,11 @@
 //! - `default/kubernetes` first: once the first lists are complete, that
 //!   Service is synced at once on its own, as a partial sync over the
 //!   kernel's table (so nothing else is touched); the rest follows in the
-//!   next sync, a full one.
+//!   next sync, a full one. Sooner still: the caller may read that Service
+//!   and its slices on their own at start ([`WatchCache::kubernetes_read`]),
+//!   and they are synced the same way before the lists of a large cluster
+//!   are in (kube-proxy left it unreachable for over 30 s on a node joining
+//!   a cluster of 2,000 Services: kubernetes/kubernetes#133773).
 
 use super::sync_loop::SyncMachine;
 use super::NodeInfo;
@@ -80,6 +84,9 @@ pub struct WatchCache {
     services: BTreeMap<String, Service>,
     /// Slices by `namespace/name` of the slice.
     slices: BTreeMap<String, EndpointSlice>,
+    /// The keys of `slices` by the Service they belong to
+    /// (`namespace/service`), so one Service's update does not scan them all.
+    slices_of: BTreeMap<String, BTreeSet<String>>,
     node: Option<Node>,
     /// Kinds whose first list is complete.
     listed_once: BTreeSet<WatchedKind>,
@@ -91,6 +98,9 @@ pub struct WatchCache {
     node_changed: bool,
     /// Whether the machine has been fed (the first lists were complete).
     fed: bool,
+    /// `default/kubernetes` and its slices read on their own at start, not
+    /// yet handed to the machine.
+    kubernetes_early: Option<(Service, Vec<EndpointSlice>)>,
     /// kube-proxy's change counts since [`WatchCache::take_change_stats`].
     stats: ChangeStats,
 }
@@ -126,14 +136,36 @@ impl WatchCache {
             host_ips: Vec::new(),
             services: BTreeMap::new(),
             slices: BTreeMap::new(),
+            slices_of: BTreeMap::new(),
             node: None,
             listed_once: BTreeSet::new(),
             relisting: BTreeMap::new(),
             changed: BTreeSet::new(),
             node_changed: false,
             fed: false,
+            kubernetes_early: None,
             stats: ChangeStats::default(),
         }
+    }
+
+    /// `default/kubernetes` and its EndpointSlices, read on their own at
+    /// start: the next [`WatchCache::feed`] syncs that Service alone, even
+    /// before the first lists are complete. Taken only until then: once
+    /// the lists are in, their copies are the newer ones and this is
+    /// ignored. The proxy's rules apply as to listed objects (a Service of
+    /// another proxy, headless slices and other Services' slices are left
+    /// out).
+    pub fn kubernetes_read(&mut self, service: Service, slices: Vec<EndpointSlice>) {
+        let key = object_key(&service.metadata.namespace, &service.metadata.name);
+        if self.fed || key != KUBERNETES || service.metadata.labels.contains_key(SERVICE_PROXY_NAME_LABEL) {
+            return;
+        }
+        let mut slices: Vec<EndpointSlice> = slices
+            .into_iter()
+            .filter(|s| !s.metadata.labels.contains_key(HEADLESS_LABEL) && service_of(s) == KUBERNETES)
+            .collect();
+        slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        self.kubernetes_early = Some((service, slices));
     }
 
     /// Where the node's addresses come from besides its Node object:
@@ -237,9 +269,13 @@ impl WatchCache {
                 }
                 if self.slices.get(&key) != Some(&slice) {
                     if let Some(old) = self.slices.get(&key) {
-                        self.changed.insert(service_of(old));
+                        let old_service = service_of(old);
+                        self.unindex_slice(&old_service, &key);
+                        self.changed.insert(old_service);
                     }
-                    self.changed.insert(service_of(&slice));
+                    let service = service_of(&slice);
+                    self.slices_of.entry(service.clone()).or_default().insert(key.clone());
+                    self.changed.insert(service);
                     self.note_endpoint_change(&slice);
                     self.slices.insert(key.clone(), *slice);
                 }
@@ -285,7 +321,9 @@ impl WatchCache {
             }
             WatchedKind::EndpointSlice => {
                 if let Some(old) = self.slices.remove(key) {
-                    self.changed.insert(service_of(&old));
+                    let service = service_of(&old);
+                    self.unindex_slice(&service, key);
+                    self.changed.insert(service);
                     self.note_endpoint_change(&old);
                 }
             }
@@ -293,6 +331,16 @@ impl WatchCache {
                 if key == self.node_name && self.node.take().is_some() {
                     self.node_changed = true;
                 }
+            }
+        }
+    }
+
+    /// Takes slice `key` out of Service `service`'s index entry.
+    fn unindex_slice(&mut self, service: &str, key: &str) {
+        if let Some(keys) = self.slices_of.get_mut(service) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.slices_of.remove(service);
             }
         }
     }
@@ -320,17 +368,25 @@ impl WatchCache {
         super::health::node_eligible(self.node.as_ref())
     }
 
-    /// Hands what changed to `machine`. Nothing happens before the first
-    /// lists are complete; then the machine gets everything, with
+    /// Hands what changed to `machine`. Before the first lists are complete
+    /// only `default/kubernetes` read on its own
+    /// ([`WatchCache::kubernetes_read`]) is synced, alone; then the
+    /// machine gets everything, with
     /// `default/kubernetes` synced at once on its own (a partial sync over
     /// the kernel's table, touching nothing else) and the rest in the full
     /// sync that follows. Call after each batch of events.
     pub fn feed(&mut self, machine: &mut SyncMachine, now: Time) {
         if !self.synced() {
+            if let Some((service, slices)) = self.kubernetes_early.take() {
+                let slices: Vec<&EndpointSlice> = slices.iter().collect();
+                machine.update_service(KUBERNETES, Some((&service, &slices)));
+                machine.start_sync(false, now);
+            }
             return;
         }
         if !self.fed {
             self.fed = true;
+            self.kubernetes_early = None;
             let others = self.services.iter().filter(|(k, _)| *k != KUBERNETES).map(|(_, s)| s);
             let their_slices = self.slices.values().filter(|s| service_of(s) != KUBERNETES);
             machine.rebuild(others, their_slices, self.node_info());
@@ -356,7 +412,9 @@ impl WatchCache {
             machine.update_service(key, None);
             return;
         };
-        let slices: Vec<&EndpointSlice> = self.slices.values().filter(|s| service_of(s) == key).collect();
+        let slices: Vec<&EndpointSlice> = (self.slices_of.get(key).into_iter().flatten())
+            .filter_map(|slice| self.slices.get(slice))
+            .collect();
         machine.update_service(key, Some((service, slices.as_slice())));
     }
 }

@@ -101,6 +101,48 @@ async fn nothing_is_touched_before_every_first_list_has_arrived() {
 }
 
 #[tokio::test]
+async fn kubernetes_read_on_its_own_is_programmed_before_the_lists_and_alone() {
+    let cp = cluster();
+    let before = kernel_left_by_an_earlier_run(&cp);
+    let mut agent = agent(MemoryDataplane {
+        table: before.clone(),
+        ..MemoryDataplane::default()
+    });
+    let service = cp.service("default", "kubernetes").unwrap().clone();
+    let slices = cp
+        .endpoint_slices_for("default", "kubernetes")
+        .into_iter()
+        .cloned()
+        .collect();
+    agent.handle(WatchUpdate::KubernetesRead(Box::new(service), slices));
+    first_lists(&mut agent, &cp, &[WatchedKind::Service]);
+    let reports = agent.step(at(0)).await;
+    assert!(reports.len() == 1 && !reports[0].full && reports[0].succeeded());
+    let kubernetes = cp.service("default", "kubernetes").unwrap().spec.cluster_ip.clone();
+    let dp = agent.sync_loop().dataplane();
+    assert!(!dp.log.is_empty() && dp.log.iter().all(|op| op.to_string().contains(&kubernetes)));
+    assert!(
+        before
+            .virtual_servers
+            .keys()
+            .all(|k| dp.table.virtual_servers.contains_key(k)),
+        "the stale Service stays until the lists are in"
+    );
+    assert!(agent.step(at(60)).await.is_empty(), "nothing more before the lists");
+
+    first_lists(&mut agent, &cp, &[WatchedKind::EndpointSlice, WatchedKind::Node]);
+    agent.step(at(61)).await;
+    agent.step(at(62)).await;
+    let dp = agent.sync_loop().dataplane();
+    assert_eq!(&dp.table, agent.sync_loop().desired());
+    assert!(dp
+        .table
+        .virtual_servers
+        .keys()
+        .all(|k| k.address.to_string() != "10.96.0.99"));
+}
+
+#[tokio::test]
 async fn kubernetes_goes_first_then_the_rest_and_the_stale_service_goes() {
     let cp = cluster();
     let mut agent = agent(MemoryDataplane {

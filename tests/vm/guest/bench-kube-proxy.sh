@@ -15,7 +15,9 @@
 # Results go out as /run/bench.json (vm_export bench-N.json).
 #
 # Environment (run.sh's VM_APPEND): SVCNET_API_PORT, SVCNET_PROXY_PORT (the
-# host's `kubectl proxy`), SVCNET_BENCH_N, SVCNET_BENCH_UPDATES.
+# host's `kubectl proxy`), SVCNET_BENCH_N, SVCNET_BENCH_UPDATES,
+# SVCNET_BENCH_TOOLS ("kube-proxy,svcnet" unless set: which tools to run).
+# Each tool's log goes out too (vm_export TOOL-N.log).
 # Files: /data/kubeconfig, /data/bench-vips (service name and ClusterIP per
 # line, the Services the updates change).
 . /vm/lib.sh
@@ -25,6 +27,7 @@ API_PORT="${SVCNET_API_PORT:?}"
 PROXY_PORT="${SVCNET_PROXY_PORT:?}"
 N="${SVCNET_BENCH_N:?}"
 UPDATES="${SVCNET_BENCH_UPDATES:-200}"
+TOOLS=",${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet},"
 NODE_IP4=192.168.56.10
 FULL_TIMEOUT=3000
 # How long one update may take to reach the kernel before it counts as missed.
@@ -156,6 +159,7 @@ phase() {
     read -r cpu rss < <(cpu_rss "$pid")
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
+    vm_export "$tool-$N.log" "/run/$tool.log"
     printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s}\n' \
         "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "$j" "${p50:-null}" "${p99:-null}" "$cpu" "$rss" >>/run/bench.json
     vm_info "$tool: cpu ${cpu} s, max RSS ${rss} KiB"
@@ -163,9 +167,11 @@ phase() {
 
 : >/run/bench.json
 vm_info "N=$N Services x 10 endpoints; kube-proxy $(kube-proxy --version 2>&1)"
+[[ $TOOLS != *,kube-proxy,* ]] ||
 phase kube-proxy 245 10249 kube-proxy --proxy-mode=ipvs --kubeconfig /run/kubeconfig-node \
     --hostname-override node-a --cluster-cidr 10.244.0.0/16 --conntrack-max-per-core=0 \
     --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
+[[ $TOOLS != *,svcnet,* ]] ||
 phase svcnet 246 10249 env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
     --hostname-override node-a --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
 vm_export "bench-$N.json" /run/bench.json

@@ -155,6 +155,109 @@ fn kubernetes_is_programmed_first_and_alone_then_the_rest() {
     assert_eq!(m.node().ips, vec!["192.168.0.10".parse::<std::net::IpAddr>().unwrap()]);
 }
 
+/// `default/kubernetes` and its slices, as read on their own at start.
+fn kubernetes_of(cp: &ControlPlane) -> (Service, Vec<EndpointSlice>) {
+    let service = cp.service("default", "kubernetes").unwrap().clone();
+    let slices = cp
+        .endpoint_slices()
+        .filter(|s| s.service_name() == Some("kubernetes"))
+        .cloned()
+        .collect();
+    (service, slices)
+}
+
+#[test]
+fn kubernetes_read_at_start_is_programmed_before_the_lists_and_touches_nothing_else() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    // What an earlier run left: everything but kubernetes, and web with a
+    // real server that has gone since. Only the full sync may remove it.
+    let (_, _, mut kernel) = programmed(&cp);
+    let kubernetes_ip = cp.service("default", "kubernetes").unwrap().spec.cluster_ip.clone();
+    kernel
+        .virtual_servers
+        .retain(|k, _| k.address.to_string() != kubernetes_ip);
+    kernel.addresses.retain(|a| a.to_string() != kubernetes_ip);
+    let gone: std::net::SocketAddr = "10.244.1.99:8080".parse().unwrap();
+    let web = kernel
+        .virtual_servers
+        .iter_mut()
+        .find(|(k, _)| k.address.to_string() == "10.96.0.20")
+        .unwrap()
+        .1;
+    web.real_servers
+        .insert(gone, web.real_servers.values().next().unwrap().clone());
+    let before = kernel.clone();
+    cache.feed(&mut m, t(0));
+    assert!(!m.is_syncing(), "nothing read yet, nothing synced");
+
+    let (service, slices) = kubernetes_of(&cp);
+    cache.kubernetes_read(service, slices);
+    list_all(&mut cache, &cp, &[WatchedKind::Service]);
+    cache.feed(&mut m, t(0));
+    assert!(!cache.synced());
+    let first = serve(&mut m, &mut kernel, t(0));
+    assert_eq!(addresses(&first), BTreeSet::from([kubernetes_ip.clone()]));
+    let mut others = kernel.clone();
+    others
+        .virtual_servers
+        .retain(|k, _| k.address.to_string() != kubernetes_ip);
+    others.addresses.retain(|a| a.to_string() != kubernetes_ip);
+    assert_eq!(others, before, "nothing else touched, the gone real server kept");
+    let kubernetes_vs = kernel
+        .virtual_servers
+        .iter()
+        .find(|(k, _)| k.address.to_string() == kubernetes_ip)
+        .unwrap()
+        .1;
+    let apiserver: std::net::SocketAddr = "192.168.0.1:6443".parse().unwrap();
+    assert_eq!(kubernetes_vs.real_servers.keys().collect::<Vec<_>>(), vec![&apiserver]);
+
+    // The lists come in: kubernetes is already right; the full sync that
+    // follows removes the real server that has gone.
+    list_all(&mut cache, &cp, &[WatchedKind::EndpointSlice, WatchedKind::Node]);
+    cache.feed(&mut m, t(1));
+    assert!(
+        serve(&mut m, &mut kernel, t(1)).is_empty(),
+        "kubernetes needs nothing more"
+    );
+    assert!(m.handle_timeout(t(2)));
+    serve(&mut m, &mut kernel, t(2));
+    assert_eq!(&kernel, m.desired());
+    assert!(kernel
+        .virtual_servers
+        .values()
+        .all(|vs| !vs.real_servers.contains_key(&gone)));
+
+    // A read that arrives after the lists is older than they are: ignored.
+    let (mut service, slices) = kubernetes_of(&cp);
+    service.spec.ports[0].port = 8443;
+    cache.kubernetes_read(service, slices);
+    cache.feed(&mut m, t(3));
+    assert!(!m.is_syncing());
+    assert!(m.desired().virtual_servers.keys().all(|k| k.port != 8443));
+}
+
+#[test]
+fn a_kubernetes_read_of_another_service_or_proxy_is_ignored() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    let web = cp.service("default", "web").unwrap().clone();
+    cache.kubernetes_read(web, Vec::new());
+    cache.feed(&mut m, t(0));
+    assert!(!m.is_syncing(), "not default/kubernetes");
+    let (mut service, slices) = kubernetes_of(&cp);
+    service
+        .metadata
+        .labels
+        .insert(SERVICE_PROXY_NAME_LABEL.into(), "other".into());
+    cache.kubernetes_read(service, slices);
+    cache.feed(&mut m, t(0));
+    assert!(!m.is_syncing(), "another proxy's");
+}
+
 #[test]
 fn a_relist_removes_nothing_until_it_is_complete() {
     let mut cp = cluster();
