@@ -160,8 +160,9 @@ phase() {
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     vm_export "$tool-$N.log" "/run/$tool.log"
-    printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s}\n' \
-        "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "$j" "${p50:-null}" "${p99:-null}" "$cpu" "$rss" >>/run/bench.json
+    printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"updateTimeoutSeconds":%d,"latenciesSeconds":[%s],"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s}\n' \
+        "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "$j" "$UPDATE_TIMEOUT" \
+        "$(paste -sd, "/run/$tool.latencies")" "${p50:-null}" "${p99:-null}" "$cpu" "$rss" >>/run/bench.json
     vm_info "$tool: cpu ${cpu} s, max RSS ${rss} KiB"
 }
 
