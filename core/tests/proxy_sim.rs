@@ -210,11 +210,13 @@ fn slices(slot: u8, eps: &[EpSpec], udp: bool) -> Vec<EndpointSlice> {
                             terminating: Some(e.terminating),
                         },
                         node_name: Some(if e.on_this_node { "node-a" } else { "node-b" }.into()),
-                        hints: e.zone_hint.map(|a| EndpointHints {
-                            for_zones: vec![ForZone {
-                                name: if a { "zone-a" } else { "zone-b" }.into(),
-                            }],
-                            for_nodes: vec![],
+                        hints: e.zone_hint.map(|a| {
+                            Box::new(EndpointHints {
+                                for_zones: vec![ForZone {
+                                    name: if a { "zone-a" } else { "zone-b" }.into(),
+                                }],
+                                for_nodes: vec![],
+                            })
                         }),
                         ..Default::default()
                     })

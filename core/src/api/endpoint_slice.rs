@@ -65,9 +65,12 @@ pub struct Endpoint {
     /// Hostname, for headless DNS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
-    /// The object behind the endpoint (a Pod).
+    /// The object behind the endpoint (a Pod). Boxed, as are the hints:
+    /// an endpoint is held for every address of the cluster (50,000 in a
+    /// proxy's cache of 5,000 Services), and inline these two would more
+    /// than double its size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_ref: Option<ObjectReference>,
+    pub target_ref: Option<Box<ObjectReference>>,
     /// The node it runs on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
@@ -76,7 +79,7 @@ pub struct Endpoint {
     pub zone: Option<String>,
     /// Topology hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hints: Option<EndpointHints>,
+    pub hints: Option<Box<EndpointHints>>,
 }
 
 /// `endpoints[].conditions`. Absent values mean "unknown", read as true

@@ -107,7 +107,7 @@ fn endpoint_addresses(endpoint: &Endpoint) -> Vec<EndpointAddress> {
             ip: ip.clone(),
             hostname: endpoint.hostname.clone(),
             node_name: endpoint.node_name.clone(),
-            target_ref: endpoint.target_ref.clone(),
+            target_ref: endpoint.target_ref.as_deref().cloned(),
         })
         .collect()
 }

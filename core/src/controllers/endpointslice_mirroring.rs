@@ -135,7 +135,7 @@ fn endpoint(address: &EndpointAddress, ready: bool) -> Endpoint {
             terminating: None,
         },
         hostname: address.hostname.clone().filter(|h| !h.is_empty()),
-        target_ref: address.target_ref.clone(),
+        target_ref: address.target_ref.clone().map(Box::new),
         node_name: address.node_name.clone().filter(|n| !n.is_empty()),
         zone: None,
         hints: None,

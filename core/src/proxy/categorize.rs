@@ -239,10 +239,10 @@ mod tests {
     }
 
     fn hinted(mut e: Endpoint, zones: &[&str], nodes: &[&str]) -> Endpoint {
-        e.hints = Some(EndpointHints {
+        e.hints = Some(Box::new(EndpointHints {
             for_zones: zones.iter().map(|z| ForZone { name: z.to_string() }).collect(),
             for_nodes: nodes.iter().map(|n| ForNode { name: n.to_string() }).collect(),
-        });
+        }));
         e
     }
 

@@ -27,7 +27,7 @@
 //!   next sync, a full one. Sooner still: the caller may read that Service
 //!   and its slices on their own at start ([`WatchCache::kubernetes_read`]),
 //!   and they are synced the same way before the lists of a large cluster
-//!   are in (kube-proxy left it unreachable for over 30 s on a node joining
+//!   are in, the lists then starting a full sync at once (kube-proxy left it unreachable for over 30 s on a node joining
 //!   a cluster of 2,000 Services: kubernetes/kubernetes#133773).
 
 use super::sync_loop::SyncMachine;
@@ -101,6 +101,8 @@ pub struct WatchCache {
     /// `default/kubernetes` and its slices read on their own at start, not
     /// yet handed to the machine.
     kubernetes_early: Option<(Service, Vec<EndpointSlice>)>,
+    /// Whether they were handed to the machine before the lists were in.
+    kubernetes_fed_early: bool,
     /// kube-proxy's change counts since [`WatchCache::take_change_stats`].
     stats: ChangeStats,
 }
@@ -144,6 +146,7 @@ impl WatchCache {
             node_changed: false,
             fed: false,
             kubernetes_early: None,
+            kubernetes_fed_early: false,
             stats: ChangeStats::default(),
         }
     }
@@ -370,8 +373,9 @@ impl WatchCache {
 
     /// Hands what changed to `machine`. Before the first lists are complete
     /// only `default/kubernetes` read on its own
-    /// ([`WatchCache::kubernetes_read`]) is synced, alone; then the
-    /// machine gets everything, with
+    /// ([`WatchCache::kubernetes_read`]) is synced, alone, and then the
+    /// first lists start a full sync at once; without that early read the
+    /// machine gets everything once the lists are in, with
     /// `default/kubernetes` synced at once on its own (a partial sync over
     /// the kernel's table, touching nothing else) and the rest in the full
     /// sync that follows. Call after each batch of events.
@@ -381,7 +385,18 @@ impl WatchCache {
                 let slices: Vec<&EndpointSlice> = slices.iter().collect();
                 machine.update_service(KUBERNETES, Some((&service, &slices)));
                 machine.start_sync(false, now);
+                self.kubernetes_fed_early = true;
             }
+            return;
+        }
+        if !self.fed && self.kubernetes_fed_early {
+            // `kubernetes` is programmed already: everything at once.
+            self.fed = true;
+            self.kubernetes_early = None;
+            machine.rebuild(self.services.values(), self.slices.values(), self.node_info());
+            machine.start_sync(true, now);
+            self.changed.clear();
+            self.node_changed = false;
             return;
         }
         if !self.fed {

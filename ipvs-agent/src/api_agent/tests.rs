@@ -131,8 +131,8 @@ async fn kubernetes_read_on_its_own_is_programmed_before_the_lists_and_alone() {
     assert!(agent.step(at(60)).await.is_empty(), "nothing more before the lists");
 
     first_lists(&mut agent, &cp, &[WatchedKind::EndpointSlice, WatchedKind::Node]);
-    agent.step(at(61)).await;
-    agent.step(at(62)).await;
+    let reports = agent.step(at(61)).await;
+    assert!(reports.len() == 1 && reports[0].full, "the full sync at once");
     let dp = agent.sync_loop().dataplane();
     assert_eq!(&dp.table, agent.sync_loop().desired());
     assert!(dp

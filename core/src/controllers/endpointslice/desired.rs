@@ -157,13 +157,13 @@ pub fn pod_endpoint(pod: &Pod, node: Option<&Node>, service: &Service, family: I
             terminating: Some(terminating),
         },
         hostname,
-        target_ref: Some(ObjectReference {
+        target_ref: Some(Box::new(ObjectReference {
             kind: "Pod".into(),
             namespace: pod.metadata.namespace_or_default().to_string(),
             name: pod.metadata.name.clone(),
             uid: pod.metadata.uid.clone(),
             ..ObjectReference::default()
-        }),
+        })),
         node_name: pod.spec.node_name.clone().filter(|n| !n.is_empty()),
         zone: node.and_then(Node::zone).filter(|z| !z.is_empty()).map(str::to_string),
         hints: None,
