@@ -20,7 +20,8 @@
 # Environment: VM_MEM (default 3072 MiB), VM_SMP (default 2), VM_TIMEOUT
 # (default 7200 s per N), SVCNET_BENCH_UPDATES, SVCNET_BENCH_TOOLS (default
 # "kube-proxy,svcnet"; one of them alone is for profiling, and then the
-# report has no ratios). Each tool's log is kept in
+# report has no ratios), SVCNET_BENCH_FULL_TIMEOUT (default 3000 s: how long
+# a tool may take to program the complete table). Each tool's log is kept in
 # target/vm/out/bench-kube-proxy/TOOL-N.log.
 set -euo pipefail
 
@@ -113,7 +114,7 @@ for n in $(printf '%s\n' "${sizes[@]}" | sort -n); do
         sort -t- -k2 -n | awk -v n="$updates" 'NR <= n' >"$work/bench-vips"
     say "N=$n: booting the VM (kube-proxy, then ipvs-agent)"
     VM_NET=user VM_MEM="${VM_MEM:-3072}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-7200}" \
-        VM_APPEND="SVCNET_API_PORT=$API_PORT SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates SVCNET_BENCH_TOOLS=${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet}" \
+        VM_APPEND="SVCNET_API_PORT=$API_PORT SVCNET_PROXY_PORT=$proxy_port SVCNET_BENCH_N=$n SVCNET_BENCH_UPDATES=$updates SVCNET_BENCH_TOOLS=${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet} SVCNET_BENCH_FULL_TIMEOUT=${SVCNET_BENCH_FULL_TIMEOUT:-3000}" \
         "$here/run.sh" "$here/guest/bench-kube-proxy.sh" "${KUBE_VM_EXTRAS[@]}" \
         "$work/kubeconfig:/data/kubeconfig" "$work/bench-vips:/data/bench-vips" ||
         die "the VM run for N=$n failed"
