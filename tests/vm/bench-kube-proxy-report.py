@@ -78,8 +78,8 @@ def main():
         "compare the ratios, measured in the same run.",
         "",
         "How each figure is taken (tests/vm/guest/bench-kube-proxy.sh): the process is started, the table is "
-        "polled every 0.5 s until `default/kubernetes` (10.96.0.1:443) and then every virtual and real server "
-        "are there; a sync with no change is the growth of `kubeproxy_sync_proxy_rules_duration_seconds`'s sum "
+        "polled every 0.1 s until `default/kubernetes` (10.96.0.1:443) is there, then every 0.5 s until every "
+        "virtual and real server is (counted in /proc/net/ip_vs, confirmed with `ipvsadm-save`); a sync with no change is the growth of `kubeproxy_sync_proxy_rules_duration_seconds`'s sum "
         "over that of its count across the next periodic sync; each update PATCHes one EndpointSlice (plain HTTP "
         "through `kubectl proxy` on the host) and is timed from just before the request until `ipvsadm -Ln` "
         "shows the new real server (polled every 20 ms, so figures under about 50 ms are bounded by the probe); "
