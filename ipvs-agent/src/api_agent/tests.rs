@@ -32,6 +32,14 @@ fn agent(dataplane: MemoryDataplane) -> ApiAgent<MemoryDataplane> {
     ApiAgent::new(settings, PlanState::default(), dataplane, Arc::new(Metrics::default()))
 }
 
+/// An agent over a kernel that already holds `table`.
+fn agent_over(table: IpvsTable) -> ApiAgent<MemoryDataplane> {
+    agent(MemoryDataplane {
+        table,
+        ..MemoryDataplane::default()
+    })
+}
+
 /// The first lists, as the watch streams deliver them.
 fn first_lists(agent: &mut ApiAgent<MemoryDataplane>, cp: &ControlPlane, kinds: &[WatchedKind]) {
     for kind in kinds {
@@ -87,10 +95,7 @@ fn kernel_left_by_an_earlier_run(cp: &ControlPlane) -> IpvsTable {
 async fn nothing_is_touched_before_every_first_list_has_arrived() {
     let cp = cluster();
     let before = kernel_left_by_an_earlier_run(&cp);
-    let mut agent = agent(MemoryDataplane {
-        table: before.clone(),
-        ..MemoryDataplane::default()
-    });
+    let mut agent = agent_over(before.clone());
     first_lists(&mut agent, &cp, &[WatchedKind::Service, WatchedKind::EndpointSlice]);
     assert!(agent.step(at(0)).await.is_empty());
     assert!(agent.step(at(60)).await.is_empty(), "not even after a sync period");
@@ -104,10 +109,7 @@ async fn nothing_is_touched_before_every_first_list_has_arrived() {
 async fn kubernetes_read_on_its_own_is_programmed_before_the_lists_and_alone() {
     let cp = cluster();
     let before = kernel_left_by_an_earlier_run(&cp);
-    let mut agent = agent(MemoryDataplane {
-        table: before.clone(),
-        ..MemoryDataplane::default()
-    });
+    let mut agent = agent_over(before.clone());
     let service = cp.service("default", "kubernetes").unwrap().clone();
     let slices = cp
         .endpoint_slices_for("default", "kubernetes")
@@ -145,10 +147,7 @@ async fn kubernetes_read_on_its_own_is_programmed_before_the_lists_and_alone() {
 #[tokio::test]
 async fn kubernetes_goes_first_then_the_rest_and_the_stale_service_goes() {
     let cp = cluster();
-    let mut agent = agent(MemoryDataplane {
-        table: kernel_left_by_an_earlier_run(&cp),
-        ..MemoryDataplane::default()
-    });
+    let mut agent = agent_over(kernel_left_by_an_earlier_run(&cp));
     first_lists(&mut agent, &cp, &ALL);
     let reports = agent.step(at(0)).await;
     assert_eq!(reports.len(), 1, "the kubernetes sync, at once");
