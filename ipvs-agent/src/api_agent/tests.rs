@@ -91,6 +91,18 @@ fn kernel_left_by_an_earlier_run(cp: &ControlPlane) -> IpvsTable {
     table
 }
 
+/// The kernel holds the desired table, and the Service deleted since the
+/// earlier run (10.96.0.99) is gone from it.
+fn assert_programmed_and_the_stale_service_gone(agent: &ApiAgent<MemoryDataplane>) {
+    let dp = agent.sync_loop().dataplane();
+    assert_eq!(&dp.table, agent.sync_loop().desired());
+    assert!(dp
+        .table
+        .virtual_servers
+        .keys()
+        .all(|k| k.address.to_string() != "10.96.0.99"));
+}
+
 #[tokio::test]
 async fn nothing_is_touched_before_every_first_list_has_arrived() {
     let cp = cluster();
@@ -135,13 +147,7 @@ async fn kubernetes_read_on_its_own_is_programmed_before_the_lists_and_alone() {
     first_lists(&mut agent, &cp, &[WatchedKind::EndpointSlice, WatchedKind::Node]);
     let reports = agent.step(at(61)).await;
     assert!(reports.len() == 1 && reports[0].full, "the full sync at once");
-    let dp = agent.sync_loop().dataplane();
-    assert_eq!(&dp.table, agent.sync_loop().desired());
-    assert!(dp
-        .table
-        .virtual_servers
-        .keys()
-        .all(|k| k.address.to_string() != "10.96.0.99"));
+    assert_programmed_and_the_stale_service_gone(&agent);
 }
 
 #[tokio::test]
@@ -163,13 +169,7 @@ async fn kubernetes_goes_first_then_the_rest_and_the_stale_service_goes() {
 
     let reports = agent.step(at(1)).await;
     assert!(reports.len() == 1 && reports[0].full && reports[0].succeeded());
-    let dp = agent.sync_loop().dataplane();
-    assert_eq!(&dp.table, agent.sync_loop().desired());
-    assert!(dp
-        .table
-        .virtual_servers
-        .keys()
-        .all(|k| k.address.to_string() != "10.96.0.99"));
+    assert_programmed_and_the_stale_service_gone(&agent);
 }
 
 #[tokio::test]
