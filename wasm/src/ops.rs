@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::SocketAddr;
-use svcnet_core::api::Service;
+use svcnet_core::api::{Resource, Service};
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane, Snapshot};
 use svcnet_core::kubectl::{endpoint_slices_table, endpoints_table, services_table};
 use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, ProxyConfig};
@@ -131,33 +131,13 @@ pub fn delete(cp: &mut ControlPlane, kind: &str, namespace: &str, name: &str) ->
 /// namespace when none is given; Nodes and ServiceCIDRs are cluster-scoped.
 /// Kinds are named as `kubectl` and the core's `delete` accept them.
 pub fn list(cp: &ControlPlane, kind: &str, namespace: Option<&str>) -> Result<Value, String> {
-    let in_ns = |ns: &str| namespace.is_none_or(|want| ns == want);
-    match kind.to_ascii_lowercase().as_str() {
-        "service" | "services" | "svc" => Ok(json(
-            &cp.services()
-                .filter(|s| in_ns(s.metadata.namespace_or_default()))
-                .collect::<Vec<_>>(),
-        )),
-        "pod" | "pods" | "po" => Ok(json(
-            &cp.pods()
-                .filter(|p| in_ns(p.metadata.namespace_or_default()))
-                .collect::<Vec<_>>(),
-        )),
-        "endpointslice" | "endpointslices" => Ok(json(
-            &cp.endpoint_slices()
-                .filter(|s| in_ns(s.metadata.namespace_or_default()))
-                .collect::<Vec<_>>(),
-        )),
-        "endpoints" | "ep" => Ok(json(
-            &cp.all_endpoints()
-                .into_iter()
-                .filter(|e| in_ns(e.metadata.namespace_or_default()))
-                .collect::<Vec<_>>(),
-        )),
-        "node" | "nodes" | "no" => Ok(json(&cp.nodes().collect::<Vec<_>>())),
-        "servicecidr" | "servicecidrs" => Ok(json(&cp.service_cidrs().collect::<Vec<_>>())),
-        other => Err(format!("the server doesn't have a resource type {other:?}")),
-    }
+    Ok(json(&cp.list(resource(kind)?, namespace)))
+}
+
+/// The kind a kubectl word names (`svc`, `endpointslices`, ...), or the
+/// apiserver's words for an unknown one.
+fn resource(kind: &str) -> Result<Resource, String> {
+    Resource::from_word(kind).ok_or_else(|| format!("the server doesn't have a resource type {kind:?}"))
 }
 
 /// The `kubernetes` Service's endpoints (`ip:port`), from the apiserver leases.
@@ -208,9 +188,9 @@ pub fn kubectl_get_services(cp: &ControlPlane, all_namespaces: bool, namespace: 
 /// [`kubectl_get_services`].
 pub fn kubectl_get(cp: &ControlPlane, kind: &str, all_namespaces: bool, namespace: &str) -> Result<String, String> {
     let in_ns = |ns: &str| all_namespaces || ns == namespace;
-    match kind.to_ascii_lowercase().as_str() {
-        "service" | "services" | "svc" => Ok(kubectl_get_services(cp, all_namespaces, namespace)),
-        "endpoints" | "ep" => {
+    match resource(kind)? {
+        Resource::Service => Ok(kubectl_get_services(cp, all_namespaces, namespace)),
+        Resource::Endpoints => {
             let all = cp.all_endpoints();
             let endpoints: Vec<_> = all
                 .iter()
@@ -218,14 +198,14 @@ pub fn kubectl_get(cp: &ControlPlane, kind: &str, all_namespaces: bool, namespac
                 .collect();
             Ok(endpoints_table(&endpoints, all_namespaces))
         }
-        "endpointslice" | "endpointslices" => {
+        Resource::EndpointSlice => {
             let slices: Vec<_> = cp
                 .endpoint_slices()
                 .filter(|s| in_ns(s.metadata.namespace_or_default()))
                 .collect();
             Ok(endpoint_slices_table(&slices, all_namespaces))
         }
-        other => Err(format!("the server doesn't have a resource type {other:?}")),
+        other => Err(format!("no table for {} here", other.plural())),
     }
 }
 

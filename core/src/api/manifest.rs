@@ -13,6 +13,7 @@ use super::endpoint_slice::EndpointSlice;
 use super::endpoints::Endpoints;
 use super::limits::{check_file_size, LimitError, MAX_ALIAS_EXPANSION, MAX_OBJECTS};
 use super::pod::{Node, Pod};
+use super::resource::Resource;
 use super::scan::scan;
 use super::service::Service;
 use super::service_cidr::ServiceCidr;
@@ -40,16 +41,21 @@ pub enum Object {
 }
 
 impl Object {
+    /// The object's kind.
+    pub fn resource(&self) -> Resource {
+        match self {
+            Object::Service(_) => Resource::Service,
+            Object::ServiceCidr(_) => Resource::ServiceCidr,
+            Object::Pod(_) => Resource::Pod,
+            Object::Node(_) => Resource::Node,
+            Object::EndpointSlice(_) => Resource::EndpointSlice,
+            Object::Endpoints(_) => Resource::Endpoints,
+        }
+    }
+
     /// The object's kind, as in `kind:`.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Object::Service(_) => "Service",
-            Object::ServiceCidr(_) => "ServiceCIDR",
-            Object::Pod(_) => "Pod",
-            Object::Node(_) => "Node",
-            Object::EndpointSlice(_) => "EndpointSlice",
-            Object::Endpoints(_) => "Endpoints",
-        }
+        self.resource().kind()
     }
 
     /// The object's metadata.
@@ -113,14 +119,7 @@ impl Object {
     /// the lower-case kind, with the API group for kinds outside the core
     /// group (`endpointslice.discovery.k8s.io`).
     pub fn kubectl_resource(&self) -> &'static str {
-        match self {
-            Object::Service(_) => "service",
-            Object::ServiceCidr(_) => "servicecidr.networking.k8s.io",
-            Object::Pod(_) => "pod",
-            Object::Node(_) => "node",
-            Object::EndpointSlice(_) => "endpointslice.discovery.k8s.io",
-            Object::Endpoints(_) => "endpoints",
-        }
+        self.resource().kubectl_resource()
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::{ApiError, ControlPlane};
 use crate::api::manifest::{parse_manifests, Object};
+use crate::api::Resource;
 use crate::apiserver::generate_name::generated_name;
 use serde::Serialize;
 
@@ -119,27 +120,36 @@ impl ControlPlane {
         }
     }
 
-    /// Deletes an object by kind (`Service`/`svc`/`services`, `ServiceCIDR`,
-    /// `Pod`/`po`, `Node`/`no`, `EndpointSlice`, `Endpoints`/`ep`),
-    /// namespace and name.
+    /// Deletes an object by kind (any word [`Resource::from_word`] takes:
+    /// `svc`, `pods`, `endpointslices.discovery.k8s.io`, ...), namespace
+    /// and name.
     pub fn delete(&mut self, kind: &str, namespace: &str, name: &str) -> Result<Object, ApiError> {
+        let resource = Resource::from_word(kind)
+            .ok_or_else(|| ApiError::BadRequest(format!("the server doesn't have a resource type {kind:?}")))?;
+        self.delete_resource(resource, namespace, name)
+    }
+
+    /// Deletes an object of `resource` by namespace (empty: `default`) and
+    /// name.
+    pub fn delete_resource(&mut self, resource: Resource, namespace: &str, name: &str) -> Result<Object, ApiError> {
         let namespace = if namespace.is_empty() { "default" } else { namespace };
-        match kind.to_ascii_lowercase().as_str() {
-            "service" | "services" | "svc" => self
+        match resource {
+            Resource::Service => self
                 .delete_service(namespace, name)
                 .map(|s| Object::Service(Box::new(s))),
-            "servicecidr" | "servicecidrs" => self.delete_service_cidr(name).map(|c| Object::ServiceCidr(Box::new(c))),
-            "pod" | "pods" | "po" => self.delete_pod(namespace, name).map(|p| Object::Pod(Box::new(p))),
-            "node" | "nodes" | "no" => self.delete_node(name).map(|n| Object::Node(Box::new(n))),
-            "endpointslice" | "endpointslices" => self
+            Resource::ServiceCidr => self.delete_service_cidr(name).map(|c| Object::ServiceCidr(Box::new(c))),
+            Resource::Pod => self.delete_pod(namespace, name).map(|p| Object::Pod(Box::new(p))),
+            Resource::Node => self.delete_node(name).map(|n| Object::Node(Box::new(n))),
+            Resource::EndpointSlice => self
                 .delete_endpoint_slice(namespace, name)
                 .map(|e| Object::EndpointSlice(Box::new(e))),
-            "endpoints" | "ep" => self
+            Resource::Endpoints => self
                 .delete_endpoints(namespace, name)
                 .map(|e| Object::Endpoints(Box::new(e))),
-            other => Err(ApiError::BadRequest(format!(
-                "the server doesn't have a resource type {other:?}"
-            ))),
+            Resource::Deployment => Err(ApiError::NotFound {
+                resource: resource.qualified_plural().to_string(),
+                name: name.to_string(),
+            }),
         }
     }
 }

@@ -16,6 +16,7 @@ mod changes;
 pub mod config;
 pub mod endpoints;
 pub mod error;
+pub mod list;
 pub mod objects;
 pub mod proxy;
 pub mod prune;

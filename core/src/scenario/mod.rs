@@ -20,6 +20,7 @@
 //! - `{$contains: "text"}`: a string containing the text.
 
 use crate::api::pod::ContainerPort;
+use crate::api::Resource;
 use crate::controlplane::snapshot::Snapshot;
 use crate::controlplane::{ClusterConfig, ControlPlane};
 use crate::proxy::scenario::{ProxySim, ProxyStep};
@@ -481,42 +482,19 @@ fn apply(cp: &mut ControlPlane, text: &str) -> StepResult {
 
 fn get(cp: &ControlPlane, r: &ObjectRef) -> StepResult {
     let ns = r.namespace.as_deref().unwrap_or("default");
-    match (r.kind.to_ascii_lowercase().as_str(), &r.name) {
-        ("service" | "services" | "svc", Some(name)) => cp
-            .service(ns, name)
-            .map(to_value)
-            .ok_or_else(|| (None, format!("services {name:?} not found"))),
-        ("service" | "services" | "svc", None) => Ok(to_value(
-            &cp.services()
-                .filter(|s| s.metadata.namespace_or_default() == ns)
-                .collect::<Vec<_>>(),
-        )),
-        ("servicecidr" | "servicecidrs", _) => Ok(to_value(&cp.service_cidrs().collect::<Vec<_>>())),
-        ("endpoints", _) => Ok(endpoints(cp)),
-        ("pod" | "pods" | "po", Some(name)) => cp
-            .pod(ns, name)
-            .map(to_value)
-            .ok_or_else(|| (None, format!("pods {name:?} not found"))),
-        ("pod" | "pods" | "po", None) => Ok(to_value(
-            &cp.pods()
-                .filter(|p| p.metadata.namespace_or_default() == ns)
-                .collect::<Vec<_>>(),
-        )),
-        ("node" | "nodes" | "no", Some(name)) => cp
-            .node(name)
-            .map(to_value)
-            .ok_or_else(|| (None, format!("nodes {name:?} not found"))),
-        ("node" | "nodes" | "no", None) => Ok(to_value(&cp.nodes().collect::<Vec<_>>())),
-        ("endpointslice" | "endpointslices", Some(name)) => cp
-            .endpoint_slice(ns, name)
-            .map(to_value)
-            .ok_or_else(|| (None, format!("endpointslices.discovery.k8s.io {name:?} not found"))),
-        ("endpointslice" | "endpointslices", None) => Ok(to_value(
-            &cp.endpoint_slices()
-                .filter(|s| s.metadata.namespace_or_default() == ns)
-                .collect::<Vec<_>>(),
-        )),
-        (other, _) => Err((None, format!("the server doesn't have a resource type {other:?}"))),
+    // A vector's `endpoints` are the `kubernetes` Service's, from the
+    // apiserver leases.
+    if r.kind.eq_ignore_ascii_case("endpoints") {
+        return Ok(endpoints(cp));
+    }
+    let resource = Resource::from_word(&r.kind)
+        .ok_or_else(|| (None, format!("the server doesn't have a resource type {:?}", r.kind)))?;
+    match &r.name {
+        Some(name) if resource != Resource::ServiceCidr => cp
+            .get(resource, ns, name)
+            .map(|o| to_value(&o))
+            .map_err(|e| (None, e.to_string())),
+        _ => Ok(to_value(&cp.list(resource, resource.namespaced().then_some(ns)))),
     }
 }
 
