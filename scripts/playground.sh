@@ -15,8 +15,8 @@
 #   deps      Debian's Chromium (apt-get, only when /usr/bin/chromium is
 #             missing) and the pinned playwright-core (npm ci in
 #             tests/browser/); never lets a tool download a browser of its own
-#   test      node --test tests/browser/session.test.mjs (the console's logic
-#             over the Node build), then tests/browser/run.mjs in Chromium
+#   test      node --test tests/browser/session.test.mjs and presentation.test.mjs
+#             (over the Node build), then tests/browser/run.mjs in Chromium
 #             (needs prepare, deps and target/wasm/node)
 
 set -euo pipefail
@@ -98,9 +98,10 @@ run_tests() {
     [[ -f "$ROOT/target/wasm/node/svcnet_wasm.js" ]] || die "no Node package in target/wasm/node: run make wasm first"
     [[ -f "$ROOT/target/playground-offline/index.html" ]] || die "no file:// build in target/playground-offline: run make playground-site first"
     cd "$ROOT/tests/browser"
-    # The console's logic over the Node build first (no browser), then Chromium.
+    # The session and the presentation-only guard over the Node build first
+    # (no browser), then Chromium.
     local status=0
-    node --test session.test.mjs || status=1
+    node --test session.test.mjs presentation.test.mjs || status=1
     node run.mjs || status=1
     return "$status"
 }

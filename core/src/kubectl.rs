@@ -56,7 +56,7 @@ fn services_rows(services: &[&Service], all_namespaces: bool, wide: bool) -> Str
         }
         rows.push(row);
     }
-    render(&rows)
+    table(&rows)
 }
 
 /// kubectl's selector cell: `k=v` pairs joined by commas, `<none>` when
@@ -86,7 +86,7 @@ pub fn endpoints_table(endpoints: &[&Endpoints], all_namespaces: bool) -> String
         }
         rows.push(row);
     }
-    render(&rows)
+    table(&rows)
 }
 
 /// `kubectl get endpointslices` for these slices.
@@ -114,7 +114,7 @@ pub fn endpoint_slices_table(slices: &[&EndpointSlice], all_namespaces: bool) ->
         }
         rows.push(row);
     }
-    render(&rows)
+    table(&rows)
 }
 
 /// kubectl's `formatEndpoints`: ready `ip:port` pairs, subset by subset and
@@ -218,7 +218,9 @@ fn ports(svc: &Service) -> String {
     parts.join(",")
 }
 
-fn render(rows: &[Vec<String>]) -> String {
+/// Rows (the first is the header) as kubectl prints them: each column
+/// padded to its widest cell plus three spaces, the last one not padded.
+pub fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {

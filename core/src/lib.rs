@@ -29,6 +29,7 @@
 
 pub mod api;
 pub mod apiserver;
+pub mod console;
 pub mod controllers;
 pub mod controlplane;
 pub mod dns;

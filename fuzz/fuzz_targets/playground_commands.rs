@@ -1,17 +1,19 @@
-//! The playground's commands. The kubectl command line is parsed in
-//! JavaScript (web/js/kubectl.js) and is not fuzzed here; this target
-//! fuzzes what that parser calls in the wasm package, natively: the
-//! functions of `svcnet_wasm::ops` and `svcnet_wasm::playground` behind
-//! `Cluster.apply`, `kubectlApply`, `delete`, `get`, `kubectlGet`,
-//! `ipvsadmSave`, `advance`, `heartbeat`, `snapshotJson` / `restore`.
+//! The playground's commands, natively: the core's console
+//! (`svcnet_core::console::run`, behind `Cluster.kubectl`: the kubectl and
+//! ipvsadm command lines the page's console sends, parsed and run in the
+//! core) and the functions of `svcnet_wasm::ops` behind `Cluster.apply`,
+//! `delete`, `get`, `ipvsadmSave`, `advance`, `heartbeat`, `snapshotJson` /
+//! `restore`.
 //!
 //! Input: a script of commands, each starting on a line `% <verb> <args>`,
 //! the lines after it (up to the next `%` line) being its body:
 //! `% options` (body: the Cluster options JSON; only as the first
-//! command), `% apply` / `% kapply` (body: a manifest), `% delete <kind>
-//! <namespace> <name>`, `% get <kind> [<namespace>]`, `% table <kind>
-//! [-A]`, `% ipvsadm <node>`, `% advance <ms>`, `% heartbeat <ip:port>
-//! <ms>`, `% snapshot`.
+//! command), `% apply` (body: a manifest), `% kapply` (body: a manifest,
+//! through the console's `kubectl apply -f -`), `% console <line>` (body,
+//! when not empty: its standard input), `% delete <kind> <namespace>
+//! <name>`, `% get <kind> [<namespace>]`, `% table <kind> [-A]` (the
+//! console's `kubectl get <kind>`), `% ipvsadm <node>`, `% advance <ms>`,
+//! `% heartbeat <ip:port> <ms>`, `% snapshot`.
 //!
 //! Asserts after every command: nothing panicked; no ClusterIP is held by
 //! two Services and every one is marked allocated; no NodePort is held
@@ -26,7 +28,8 @@ use std::net::IpAddr;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use svcnet_core::controlplane::ControlPlane;
-use svcnet_wasm::{ops, playground};
+use svcnet_core::console;
+use svcnet_wasm::ops;
 
 /// At most this many commands run per input, so one input stays fast.
 const MAX_COMMANDS: usize = 40;
@@ -58,6 +61,7 @@ fn check_invariants(cp: &ControlPlane) {
 }
 
 fn run(cp: &mut ControlPlane, verb: &str, args: &[&str], body: &str) {
+    let stdin = (!body.is_empty()).then_some(body);
     let arg = |i: usize| args.get(i).copied().unwrap_or("");
     let number = |i: usize| arg(i).parse::<u64>().unwrap_or(0) % 10_000_000;
     match verb {
@@ -71,20 +75,22 @@ fn run(cp: &mut ControlPlane, verb: &str, args: &[&str], body: &str) {
             }
         }
         "kapply" => {
-            let _ = playground::kubectl_apply(cp, body);
+            let _ = console::run(cp, "kubectl apply -f -", Some(body));
+        }
+        "console" => {
+            let _ = console::run(cp, &args.join(" "), stdin);
         }
         "delete" => {
             let _ = ops::delete(cp, arg(0), arg(1), arg(2));
-            let _ = playground::kubectl_delete(cp, arg(0), arg(1), arg(2));
+            let _ = console::run(cp, &format!("kubectl delete {} {} -n {}", arg(0), arg(2), arg(1)), None);
         }
         "get" => {
             let namespace = args.get(1).copied();
             let _ = ops::list(cp, arg(0), namespace);
         }
         "table" => {
-            let all = arg(1) == "-A";
-            let _ = ops::kubectl_get(cp, arg(0), all, "default");
-            let _ = ops::kubectl_get_services(cp, all, "default");
+            let _ = console::run(cp, &format!("kubectl get {} {}", arg(0), arg(1)), None);
+            let _ = console::run(cp, &format!("kubectl get {} -o yaml", arg(0)), None);
         }
         "ipvsadm" => {
             let _ = ops::ipvsadm_save_text(cp, arg(0));

@@ -29,7 +29,6 @@ const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const require = createRequire(import.meta.url);
 // The Node build of the same core: what the page must agree with.
 const { Cluster } = require(join(ROOT, 'target/wasm/node/svcnet_wasm.js'));
-const { clusterOptions } = await import(join(WEB, 'js/session.js'));
 const { encodeState } = await import(join(WEB, 'js/state.js'));
 
 // ---- a static server for web/ --------------------------------------------------
@@ -104,8 +103,8 @@ async function shot(page, name) {
 }
 
 /** The ClusterIP the core gives the n-th Service created after `kubernetes`. */
-function coreClusterIps(options, names, ports = [80]) {
-  const c = new Cluster(options);
+function coreClusterIps([cidr, seed], names, ports = [80]) {
+  const c = Cluster.playground(cidr, BigInt(seed));
   return names.map((name) => {
     const [svc] = c.apply(JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { selector: { app: name }, ports: ports.map((p) => ({ port: p, targetPort: p })) } }));
     return svc.spec.clusterIP;
@@ -145,7 +144,7 @@ async function main() {
     assert.match(await step(), /step 1 of 9/i);
     assert.match(await page.locator('#console-output').innerText(), /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
     await page.click('#tour-next'); // create svc test
-    const [expected] = coreClusterIps(clusterOptions('10.96.0.0/12', 0), ['test']);
+    const [expected] = coreClusterIps(['10.96.0.0/12', 0], ['test']);
     const testIp = await page.locator('#view-services [data-service="test"] .cluster-ip').innerText();
     assert.equal(testIp, expected, 'the tour\'s test Service has the core\'s ClusterIP for seed 0');
     assert.match(await page.locator('#console-output').innerText(), /service\/test created/);
@@ -226,7 +225,7 @@ async function main() {
     await page.click('#cidr-form button[type="submit"]');
     assert.equal(await kubectl(page, 'kubectl create svc clusterip web --tcp=80:8080'), 'kubectl create svc clusterip web --tcp=80:8080\nservice/web created');
     await kubectl(page, 'kubectl create svc nodeport shop --tcp=443');
-    const [web, shop] = coreClusterIps(clusterOptions('10.96.0.0/12', seed), ['web', 'shop']);
+    const [web, shop] = coreClusterIps(['10.96.0.0/12', seed], ['web', 'shop']);
     assert.equal(await page.locator('#view-services [data-service="web"] .cluster-ip').innerText(), web);
     assert.equal(await page.locator('#view-services [data-service="shop"] .cluster-ip').innerText(), shop);
     assert.equal(await page.locator(`.range-ip[data-ip="${web}"]`).count(), 1, 'web is listed on the range map');
@@ -515,7 +514,7 @@ async function main() {
       await page.context().close();
     }
     const [offline, served] = views;
-    const [web, api] = coreClusterIps(clusterOptions('10.96.0.0/12', seed), ['web', 'api']);
+    const [web, api] = coreClusterIps(['10.96.0.0/12', seed], ['web', 'api']);
     assert.equal(offline.web, web, 'web: the core\'s ClusterIP for seed 42');
     assert.equal(offline.api, api, 'api: the core\'s ClusterIP for seed 42');
     assert.deepEqual(offline, served, 'the file:// page shows what the served page shows');
@@ -529,7 +528,7 @@ async function main() {
     assert.match(await page.locator('#console-output').innerText(), /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
     await page.click('#tour-next');
     assert.match(await page.locator('#tour-count').innerText(), /step 2 of 9/i);
-    const [expected] = coreClusterIps(clusterOptions('10.96.0.0/12', 0), ['test']);
+    const [expected] = coreClusterIps(['10.96.0.0/12', 0], ['test']);
     assert.equal(await page.locator('#view-services [data-service="test"] .cluster-ip').innerText(), expected);
     assert.match(await page.locator('#console-output').innerText(), /service\/test created/);
     assert.match(page.url(), /#s=/, 'the address bar holds the scenario on file:// too');

@@ -15,10 +15,10 @@ use wasm_bindgen::prelude::*;
 /// generated `svcnet_wasm.d.ts`.
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** The options of `new Cluster(...)`: the core's ClusterConfig flags. */
+/** The options of `new Cluster(...)`: the core's ClusterConfig, as JSON. */
 export interface ClusterOptions {
-  /** `--service-cluster-ip-range`: one CIDR, or an IPv4 and an IPv6 one joined by a comma. */
-  serviceClusterIpRange: string;
+  /** `--service-cluster-ip-range`: one CIDR, or an IPv4 and an IPv6 one joined by a comma; default `10.96.0.0/12`. */
+  serviceClusterIpRange?: string;
   /** `--service-node-port-range`, default `30000-32767` (also accepted as `serviceNodePortRange`). */
   nodePortRange?: string;
   serviceNodePortRange?: string;
@@ -30,6 +30,8 @@ export interface ClusterOptions {
   apiservers?: string[];
   clusterDomain?: string;
   dnsTtl?: number;
+  /** kube-controller-manager's `--max-endpoints-per-slice`, default 100. */
+  maxEndpointsPerSlice?: number;
 }
 /** One service CIDR's usage; counts are decimal strings, band bounds null when there is no split. */
 export interface CidrUsage {
@@ -230,38 +232,6 @@ impl Cluster {
     #[wasm_bindgen(unchecked_return_type = "Usage")]
     pub fn usage(&self) -> JsValue {
         to_js(&ops::usage(&self.cp))
-    }
-
-    /// `kubectl get svc` as text: every namespace with a NAMESPACE column
-    /// when `allNamespaces`, else the Services of `namespace` (`default`
-    /// when left out).
-    #[wasm_bindgen(js_name = kubectlGetServices)]
-    pub fn kubectl_get_services(
-        &self,
-        #[wasm_bindgen(js_name = allNamespaces)] all_namespaces: bool,
-        namespace: Option<String>,
-    ) -> String {
-        let namespace = namespace.filter(|ns| !ns.is_empty());
-        ops::kubectl_get_services(&self.cp, all_namespaces, namespace.as_deref().unwrap_or("default"))
-    }
-    /// `kubectl get endpoints` or `kubectl get endpointslices` (also
-    /// `svc`) as text, with the same namespace rules as
-    /// `kubectlGetServices`.
-    #[wasm_bindgen(js_name = kubectlGet)]
-    pub fn kubectl_get(
-        &self,
-        kind: &str,
-        #[wasm_bindgen(js_name = allNamespaces)] all_namespaces: bool,
-        namespace: Option<String>,
-    ) -> Result<String, JsValue> {
-        let namespace = namespace.filter(|ns| !ns.is_empty());
-        ops::kubectl_get(
-            &self.cp,
-            kind,
-            all_namespaces,
-            namespace.as_deref().unwrap_or("default"),
-        )
-        .map_err(|e| error(&e))
     }
 
     /// `ipvsadm-save -n` on node `nodeName` once kube-proxy (or

@@ -6,71 +6,13 @@
 //! behaviour-vector runner ([`svcnet_core::scenario`]) so that a result seen
 //! in the browser is the one a vector records.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use std::net::SocketAddr;
-use svcnet_core::api::{Resource, Service};
+use svcnet_core::api::Resource;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane, Snapshot};
-use svcnet_core::kubectl::{endpoint_slices_table, endpoints_table, services_table};
-use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, ProxyConfig};
+use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable};
 use svcnet_core::time::Time;
-
-/// The options of `new Cluster({...})`: the flags of [`ClusterConfig`] under
-/// the names the playground uses. Left-out options keep the core's defaults.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ClusterOptions {
-    /// `--service-cluster-ip-range`, e.g. `10.96.0.0/12` or
-    /// `10.96.0.0/16,fd00:10:96::/112`.
-    pub service_cluster_ip_range: String,
-    /// `--service-node-port-range` (the core's `serviceNodePortRange`, also
-    /// accepted under that name), e.g. `30000-32767`.
-    #[serde(default, alias = "serviceNodePortRange")]
-    pub node_port_range: Option<String>,
-    /// Pod CIDRs the service CIDRs must not overlap.
-    #[serde(default)]
-    pub pod_cidrs: Option<Vec<String>>,
-    /// Node IPs the service CIDRs must not contain.
-    #[serde(default)]
-    pub node_ips: Option<Vec<String>>,
-    /// Seed of the allocation generator (a number, or a BigInt above 2^53).
-    #[serde(default)]
-    pub seed: Option<u64>,
-    /// Apiserver `ip:port`s holding a lease from time 0.
-    #[serde(default)]
-    pub apiservers: Option<Vec<String>>,
-    /// The cluster DNS zone, `cluster.local` by default.
-    #[serde(default)]
-    pub cluster_domain: Option<String>,
-    /// TTL of DNS records in seconds, 5 by default.
-    #[serde(default)]
-    pub dns_ttl: Option<u32>,
-}
-
-impl ClusterOptions {
-    /// Reads the options from JSON data; the message names a wrong or
-    /// unknown option.
-    pub fn from_value(value: Value) -> Result<ClusterOptions, String> {
-        serde_json::from_value(value).map_err(|e| format!("invalid Cluster options: {e}"))
-    }
-
-    /// The core's configuration: the core's defaults, overridden by every
-    /// option given.
-    pub fn into_config(self) -> ClusterConfig {
-        let defaults = ClusterConfig::default();
-        ClusterConfig {
-            service_cluster_ip_range: self.service_cluster_ip_range,
-            service_node_port_range: self.node_port_range.unwrap_or(defaults.service_node_port_range),
-            pod_cidrs: self.pod_cidrs.unwrap_or(defaults.pod_cidrs),
-            node_ips: self.node_ips.unwrap_or(defaults.node_ips),
-            seed: self.seed.unwrap_or(defaults.seed),
-            cluster_domain: self.cluster_domain.unwrap_or(defaults.cluster_domain),
-            dns_ttl: self.dns_ttl.unwrap_or(defaults.dns_ttl),
-            apiservers: self.apiservers.unwrap_or(defaults.apiservers),
-            max_endpoints_per_slice: defaults.max_endpoints_per_slice,
-        }
-    }
-}
 
 /// A manifest some of whose objects were refused: the message is the
 /// core's, one line per refused object (as the vector runner joins them),
@@ -91,7 +33,7 @@ pub fn json<T: Serialize + ?Sized>(data: &T) -> Value {
 
 /// Starts a cluster; the error is the core's configuration message.
 pub fn start(options: Value) -> Result<ControlPlane, String> {
-    let config = ClusterOptions::from_value(options)?.into_config();
+    let config: ClusterConfig = serde_json::from_value(options).map_err(|e| format!("invalid Cluster options: {e}"))?;
     ControlPlane::new(config).map_err(|e| e.to_string())
 }
 
@@ -175,49 +117,10 @@ pub fn usage(cp: &ControlPlane) -> Value {
     })
 }
 
-/// `kubectl get svc` (`-A` when `all_namespaces`, else `-n namespace`).
-pub fn kubectl_get_services(cp: &ControlPlane, all_namespaces: bool, namespace: &str) -> String {
-    let services: Vec<&Service> = cp
-        .services()
-        .filter(|s| all_namespaces || s.metadata.namespace_or_default() == namespace)
-        .collect();
-    services_table(&services, all_namespaces)
-}
-
-/// `kubectl get endpoints` / `kubectl get endpointslices` tables, like
-/// [`kubectl_get_services`].
-pub fn kubectl_get(cp: &ControlPlane, kind: &str, all_namespaces: bool, namespace: &str) -> Result<String, String> {
-    let in_ns = |ns: &str| all_namespaces || ns == namespace;
-    match resource(kind)? {
-        Resource::Service => Ok(kubectl_get_services(cp, all_namespaces, namespace)),
-        Resource::Endpoints => {
-            let all = cp.all_endpoints();
-            let endpoints: Vec<_> = all
-                .iter()
-                .filter(|e| in_ns(e.metadata.namespace_or_default()))
-                .collect();
-            Ok(endpoints_table(&endpoints, all_namespaces))
-        }
-        Resource::EndpointSlice => {
-            let slices: Vec<_> = cp
-                .endpoint_slices()
-                .filter(|s| in_ns(s.metadata.namespace_or_default()))
-                .collect();
-            Ok(endpoint_slices_table(&slices, all_namespaces))
-        }
-        other => Err(format!("no table for {} here", other.plural())),
-    }
-}
-
 /// The IPVS table kube-proxy would program on `node`: the cluster's
 /// NodePort range, the default scheduler (`rr`).
 pub fn node_table(cp: &ControlPlane, node: &str) -> Result<IpvsTable, String> {
-    let info = cp.node_info(node).map_err(|e| e.to_string())?;
-    let config = ProxyConfig {
-        node_port_range: cp.config().node_ports,
-        ..ProxyConfig::default()
-    };
-    Ok(cp.desired_ipvs_table(&info, &config).table)
+    cp.node_ipvs_table(node).map_err(|e| e.to_string())
 }
 
 /// `ipvsadm-save -n` on `node` once the table is programmed: the text
@@ -260,44 +163,33 @@ mod tests {
     }
 
     #[test]
-    fn options_map_onto_the_core_config() {
-        let config = ClusterOptions::from_value(json!({
+    fn options_are_the_core_config() {
+        let options = json!({
             "serviceClusterIpRange": "10.0.0.0/24",
             "nodePortRange": "30000-30100",
             "podCidrs": ["10.244.0.0/16"],
             "seed": 7,
             "apiservers": ["192.168.0.10:6443"],
             "clusterDomain": "example.internal",
-        }))
-        .unwrap()
-        .into_config();
-        assert_eq!(
-            config,
-            ClusterConfig {
-                service_cluster_ip_range: "10.0.0.0/24".into(),
-                service_node_port_range: "30000-30100".into(),
-                pod_cidrs: vec!["10.244.0.0/16".into()],
-                seed: 7,
-                apiservers: vec!["192.168.0.10:6443".into()],
-                cluster_domain: "example.internal".into(),
-                ..ClusterConfig::default()
-            }
-        );
+        });
+        let config = ClusterConfig {
+            service_cluster_ip_range: "10.0.0.0/24".into(),
+            service_node_port_range: "30000-30100".into(),
+            pod_cidrs: vec!["10.244.0.0/16".into()],
+            seed: 7,
+            apiservers: vec!["192.168.0.10:6443".into()],
+            cluster_domain: "example.internal".into(),
+            ..ClusterConfig::default()
+        };
+        assert_eq!(start(options).unwrap(), ControlPlane::new(config).unwrap());
         let core_name = json!({"serviceClusterIpRange": "10.0.0.0/24", "serviceNodePortRange": "31000-31100"});
         assert_eq!(
-            ClusterOptions::from_value(core_name)
-                .unwrap()
-                .into_config()
-                .service_node_port_range,
+            start(core_name).unwrap().config().raw.service_node_port_range,
             "31000-31100"
         );
-        let defaults = ClusterOptions::from_value(json!({"serviceClusterIpRange": "10.0.0.0/24", "seed": null}));
         assert_eq!(
-            defaults.unwrap().into_config(),
-            ClusterConfig {
-                service_cluster_ip_range: "10.0.0.0/24".into(),
-                ..ClusterConfig::default()
-            }
+            start(json!({})).unwrap(),
+            ControlPlane::new(ClusterConfig::default()).unwrap()
         );
     }
 
@@ -308,8 +200,11 @@ mod tests {
             err.starts_with("invalid Cluster options: unknown field `nodePortRnage`"),
             "{err}"
         );
-        let err = start(json!({})).unwrap_err();
-        assert!(err.contains("missing field `serviceClusterIpRange`"), "{err}");
+        let err = start(json!({"seed": "seven"})).unwrap_err();
+        assert!(
+            err.starts_with("invalid Cluster options: invalid type: string \"seven\""),
+            "{err}"
+        );
         let config = ClusterConfig {
             service_cluster_ip_range: "10.0.0.0/30".into(),
             ..ClusterConfig::default()
@@ -356,9 +251,6 @@ mod tests {
             list(&cp, "frobs", None).unwrap_err(),
             "the server doesn't have a resource type \"frobs\""
         );
-        let table = kubectl_get_services(&cp, false, "default");
-        assert!(table.contains("kubernetes") && !table.contains("team"), "{table}");
-        assert!(kubectl_get_services(&cp, true, "default").starts_with("NAMESPACE"));
     }
 
     #[test]
@@ -402,35 +294,19 @@ mod tests {
             .starts_with("invalid vector: "));
     }
     #[test]
-    fn ipvs_tables_and_kubectl_views_come_from_the_core() {
+    fn ipvs_tables_come_from_the_core() {
         let mut cp = cluster(json!({"serviceClusterIpRange": "10.96.0.0/24", "seed": 1}));
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
         for file in ["services.yaml", "pods.yaml"] {
             apply(&mut cp, &std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
         }
-        let info = cp.node_info("node-a").unwrap();
-        let config = ProxyConfig {
-            node_port_range: cp.config().node_ports,
-            ..ProxyConfig::default()
-        };
-        let table = cp.desired_ipvs_table(&info, &config).table;
+        let table = cp.node_ipvs_table("node-a").unwrap();
         assert!(!table.virtual_servers.is_empty());
         assert_eq!(ipvsadm_save_text(&cp, "node-a").unwrap(), ipvsadm_save(&table));
         assert_eq!(ipvsadm_list_text(&cp, "node-a").unwrap(), ipvsadm_list(&table));
-        let slices = kubectl_get(&cp, "endpointslices", false, "default").unwrap();
-        assert!(slices.starts_with("NAME") && slices.contains("web-"), "{slices}");
-        let endpoints = kubectl_get(&cp, "ep", true, "default").unwrap();
-        assert!(
-            endpoints.starts_with("NAMESPACE") && endpoints.contains("10.244.1.11:"),
-            "{endpoints}"
-        );
         assert_eq!(
             list(&cp, "pods", Some("default")).unwrap().as_array().map(Vec::len),
             Some(2)
-        );
-        assert_eq!(
-            kubectl_get(&cp, "frobs", false, "default").unwrap_err(),
-            "the server doesn't have a resource type \"frobs\""
         );
     }
 }

@@ -10,7 +10,6 @@
 
 import init, { Cluster } from '../pkg/svcnet_wasm.js';
 import { Session, replay } from './session.js';
-import { words } from './kubectl.js';
 import { esc } from './format.js';
 import { renderServices, renderSlices, renderIpvs, renderDns } from './views.js';
 import { renderRangeMap, rangeExplanation, allocations } from './rangemap.js';
@@ -52,6 +51,12 @@ function print(line, result, note) {
     body.textContent = result.text;
     entry.append(body);
   }
+  if (result?.note) {
+    const why = document.createElement('div');
+    why.className = 'note';
+    why.textContent = result.note;
+    entry.append(why);
+  }
   if (note) {
     const n = document.createElement('div');
     n.className = 'note';
@@ -65,13 +70,13 @@ function print(line, result, note) {
 /** Runs a command as if typed; the one way anything changes the cluster. */
 function run(line, stdin = null) {
   const result = app.session.run(line, stdin);
-  if (result.command?.verb === 'clear') {
+  if (result.effect === 'clear') {
     $('#console-output').replaceChildren();
     return result;
   }
   const shown = stdin == null ? line : `${line} <<EOF\n${stdin.replace(/\n$/, '')}\nEOF`;
   print(shown, result);
-  if (result.command?.verb === 'apply-prompt') openStdin(line);
+  if (result.effect === 'readStdin') openStdin(line);
   refresh();
   return result;
 }
@@ -168,25 +173,12 @@ function setupTabs() {
 
 // ---- the prompt --------------------------------------------------------------
 
-function vocabulary() {
-  const s = app.session;
-  const names = [
-    ...s.services().map((x) => x.metadata.name),
-    ...s.pods().map((x) => x.metadata.name),
-    ...s.slices().map((x) => x.metadata.name),
-    ...s.deployments.keys(),
-  ];
-  return ['kubectl', 'create', 'expose', 'apply', 'delete', 'scale', 'get', 'svc', 'service', 'clusterip', 'nodeport', 'loadbalancer',
-    'deployment', 'pods', 'pod', 'endpoints', 'endpointslices', 'endpointslice', 'deployments', '--tcp=', '--image=', '--replicas=',
-    '--port=', '--target-port=', '--type=', '-o', 'wide', 'yaml', 'help', 'ipvsadm', '-Ln', 'ipvsadm-save', 'simulate', 'unready', 'ready', ...names];
-}
-
 function complete(input) {
   const before = input.value.slice(0, input.selectionStart);
   const m = /(\S*)$/.exec(before);
   const word = m[1];
   if (!word) return;
-  const options = [...new Set(vocabulary())].filter((v) => v.startsWith(word) && v !== word);
+  const options = app.session.cluster.vocabulary().filter((v) => v.startsWith(word) && v !== word);
   if (options.length === 0) return;
   let common = options[0];
   for (const o of options) while (!o.startsWith(common)) common = common.slice(0, -1);
@@ -471,4 +463,3 @@ export function start(core) {
   });
 }
 
-export { words };

@@ -34,7 +34,7 @@ endpoints:
 export const SELECTORLESS_EXAMPLE = EXTERNAL_DB;
 
 const ip = (session, name) => session.service(name)?.spec.clusterIP ?? '?';
-const firstPod = (session, dep) => session.deployments.get(dep)?.pods[0] ?? 'test';
+const firstPod = (session, dep) => session.podsOf(dep)[0] ?? 'test';
 
 /** Steps: `title`, `body(session)` (HTML), `commands(session)`, `view`. */
 export const STEPS = [

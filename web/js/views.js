@@ -2,7 +2,7 @@
 // laid out with a short explanation beside each.
 
 import { esc } from './format.js';
-import { NODE, Session } from './session.js';
+import { Session } from './session.js';
 import { bandOf } from './rangemap.js';
 
 function ports(svc) {
@@ -61,7 +61,7 @@ export function renderServices(el, session, usage) {
       <tbody>${rows.join('')}</tbody>
     </table>
     <h3>kubectl get svc</h3>
-    <pre class="block" aria-label="kubectl get svc output">${esc(session.cluster.kubectlGetServices(false, 'default'))}</pre>`;
+    <pre class="block" aria-label="kubectl get svc output">${esc(session.cluster.kubectl('kubectl get svc').text)}</pre>`;
   return services.length;
 }
 
@@ -88,16 +88,16 @@ export function renderSlices(el, session) {
     <p class="explain">The <b>EndpointSlice controller</b> watches pods and Services. Every pod whose labels match a Service's selector becomes an endpoint in that Service's slice, marked ready or not. A Service <em>without</em> a selector gets no slice: you write one yourself, labelled <code>kubernetes.io/service-name</code>, to point the Service anywhere (an external database, say).</p>
     ${blocks.join('') || '<p class="empty">No EndpointSlices yet.</p>'}
     <h3>kubectl get endpointslices</h3>
-    <pre class="block">${esc(session.cluster.kubectlGet('endpointslices', false, 'default'))}</pre>`;
+    <pre class="block">${esc(session.cluster.kubectl('kubectl get endpointslices').text)}</pre>`;
   return slices.length;
 }
 
 export function renderIpvs(el, session, mode) {
-  const text = mode === 'save' ? session.cluster.ipvsadmSave(NODE.name) : session.cluster.ipvsadmList(NODE.name);
-  const table = session.cluster.ipvsTable(NODE.name);
+  const text = mode === 'save' ? session.cluster.ipvsadmSave(session.node) : session.cluster.ipvsadmList(session.node);
+  const table = session.cluster.ipvsTable(session.node);
   const addrs = table.addresses ?? [];
   el.innerHTML = `
-    <p class="explain">What kube-proxy in IPVS mode programs on <code>${NODE.name}</code>: each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints. <code>Masq</code> means NAT: the kernel rewrites the destination to the chosen pod. NodePorts add a virtual server on the node's own address.</p>
+    <p class="explain">What kube-proxy in IPVS mode programs on <code>${esc(session.node)}</code>: each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints. <code>Masq</code> means NAT: the kernel rewrites the destination to the chosen pod. NodePorts add a virtual server on the node's own address.</p>
     <div class="walk-controls" role="radiogroup" aria-label="Format">
       <label><input type="radio" name="ipvs-mode" value="list" ${mode !== 'save' ? 'checked' : ''}> <code>ipvsadm -Ln</code></label>
       <label><input type="radio" name="ipvs-mode" value="save" ${mode === 'save' ? 'checked' : ''}> <code>ipvsadm-save -n</code></label>

@@ -9,7 +9,6 @@
 // illustration of one connection needs.
 
 import { esc } from './format.js';
-import { NODE } from './session.js';
 
 /** The client: a pod on node-1 that is not behind the Service (the last
  * address of node-1's pod range, which the console's IPAM never hands out). */
@@ -63,7 +62,7 @@ export function renderWalk(el, session, run) {
   if (!ports.some((p) => p.port === state.port)) state.port = ports[0].port;
   const port = ports.find((p) => p.port === state.port);
   const ip = svc.spec.clusterIP;
-  const table = session.cluster.ipvsTable(NODE.name);
+  const table = session.cluster.ipvsTable(session.node);
   const vs = virtualServer(table, ip, port.port, port.protocol ?? 'TCP');
   const reals = Object.entries(vs?.realServers ?? {}).filter(([, r]) => r.weight > 0).map(([addr]) => addr);
 
@@ -105,8 +104,8 @@ export function renderWalk(el, session, run) {
       <span class="hint">${reals.length} real server${reals.length === 1 ? '' : 's'} behind ${esc(hostPort(ip, port.port))}</span>
     </div>
     <div class="walk-stage" id="walk-stage">
-      <div class="box" id="walk-client"><h4>Client pod</h4><div class="addr mono">${esc(CLIENT.ip)}</div><div class="hint">on ${NODE.name}, connects to <span class="mono">${esc(svc.metadata.name)}</span></div></div>
-      <div class="box node" id="walk-node"><h4>${NODE.name}: IPVS</h4><div class="addr mono">${esc(vs ? vs.key : `${port.protocol ?? 'TCP'}/${hostPort(ip, port.port)}`)}</div><div class="hint">scheduler ${esc(vs?.scheduler ?? 'rr')}, on kube-ipvs0</div></div>
+      <div class="box" id="walk-client"><h4>Client pod</h4><div class="addr mono">${esc(CLIENT.ip)}</div><div class="hint">on ${esc(session.node)}, connects to <span class="mono">${esc(svc.metadata.name)}</span></div></div>
+      <div class="box node" id="walk-node"><h4>${esc(session.node)}: IPVS</h4><div class="addr mono">${esc(vs ? vs.key : `${port.protocol ?? 'TCP'}/${hostPort(ip, port.port)}`)}</div><div class="hint">scheduler ${esc(vs?.scheduler ?? 'rr')}, on kube-ipvs0</div></div>
       <div class="backends" id="walk-backends">${backendHtml}</div>
       <div class="packet" id="walk-packet" hidden></div>
     </div>
@@ -149,7 +148,7 @@ function hopsHtml(svc, port, reals, chosen) {
   if (!chosen && reals.length === 0) {
     return [
       li(0, `Client pod sends a SYN: ${hdr(client, vip)}. It found the address through DNS (<span class="mono">${esc(svc.metadata.name)}.default.svc.cluster.local</span>).`),
-      li(1, `IPVS on ${NODE.name} matches virtual server <span class="mono">${esc(vip)}</span>, but it has <b>no real servers</b>: no ready pod matches the Service. The packet goes nowhere and the connection fails.`),
+      li(1, `IPVS on ${esc(session.node)} matches virtual server <span class="mono">${esc(vip)}</span>, but it has <b>no real servers</b>: no ready pod matches the Service. The packet goes nowhere and the connection fails.`),
     ].join('');
   }
   if (!chosen) {
@@ -158,7 +157,7 @@ function hopsHtml(svc, port, reals, chosen) {
   const pod = chosen;
   return [
     li(0, `Client pod sends a SYN: ${hdr(client, vip)}. No pod owns ${esc(svc.spec.clusterIP)}; it exists only in the IPVS table.`),
-    li(1, `IPVS on ${NODE.name} matches virtual server <span class="mono">${esc(vip)}</span>, picks real server <span class="mono">${esc(pod)}</span> (rr, one of ${reals.length}) and rewrites the destination (DNAT, “Masq”): ${hdr(client, pod, 'dst')}. conntrack remembers the pair.`),
+    li(1, `IPVS on ${esc(session.node)} matches virtual server <span class="mono">${esc(vip)}</span>, picks real server <span class="mono">${esc(pod)}</span> (rr, one of ${reals.length}) and rewrites the destination (DNAT, “Masq”): ${hdr(client, pod, 'dst')}. conntrack remembers the pair.`),
     li(2, `The pod receives it and answers: ${hdr(pod, client)}.`),
     li(3, `On the way back the connection entry reverses the rewrite, so the source becomes the ClusterIP again: ${hdr(vip, client, 'src')}.`),
     li(4, `The client gets its reply from ${esc(vip)}: it never learns which pod answered.`),

@@ -16,7 +16,9 @@ pub struct ClusterConfig {
     /// `--service-cluster-ip-range`: one CIDR, or two of different families
     /// separated by a comma. Default `10.96.0.0/12` (kubeadm's).
     pub service_cluster_ip_range: String,
-    /// `--service-node-port-range`. Default `30000-32767`.
+    /// `--service-node-port-range`. Default `30000-32767`. Also read as
+    /// `nodePortRange`.
+    #[serde(alias = "nodePortRange")]
     pub service_node_port_range: String,
     /// Pod CIDRs; service CIDRs may not overlap them.
     pub pod_cidrs: Vec<String>,

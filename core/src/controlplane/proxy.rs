@@ -2,7 +2,7 @@
 //! plane's Services and EndpointSlices fed to [`crate::proxy`].
 
 use super::ControlPlane;
-use crate::proxy::{desired_table, Desired, NodeInfo, ProxyConfig, ProxyError};
+use crate::proxy::{desired_table, Desired, IpvsTable, NodeInfo, ProxyConfig, ProxyError};
 
 impl ControlPlane {
     /// The node as kube-proxy sees it: name, addresses and zone from the
@@ -22,5 +22,16 @@ impl ControlPlane {
     /// and warnings for what had to be skipped.
     pub fn desired_ipvs_table(&self, node: &NodeInfo, config: &ProxyConfig) -> Desired {
         desired_table(self.services(), self.endpoint_slices(), node, config)
+    }
+
+    /// The IPVS table kube-proxy would program on the node named `node`
+    /// with its defaults (the `rr` scheduler) and this cluster's NodePort
+    /// range: what `ipvsadm -Ln` shows there once it is programmed.
+    pub fn node_ipvs_table(&self, node: &str) -> Result<IpvsTable, ProxyError> {
+        let config = ProxyConfig {
+            node_port_range: self.config().node_ports,
+            ..ProxyConfig::default()
+        };
+        Ok(self.desired_ipvs_table(&self.node_info(node)?, &config).table)
     }
 }

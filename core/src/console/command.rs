@@ -1,0 +1,500 @@
+//! Console command lines read into [`Command`]s, with kubectl's own
+//! client-side errors (`exactly one NAME is required, got 0`, `required
+//! flag(s) "image" not set`). Nothing here touches the cluster.
+
+use super::words::{integer, words, Args};
+use super::UsageError;
+use crate::api::Resource;
+
+/// How `kubectl get` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The table.
+    Table,
+    /// `-o wide`: the table with more columns.
+    Wide,
+    /// `-o yaml`.
+    Yaml,
+    /// `-o json`.
+    Json,
+    /// `-o name`: `service/web`.
+    Name,
+}
+
+/// One port of `kubectl create service --tcp=PORT[:TARGET]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpPort {
+    /// The Service port.
+    pub port: i64,
+    /// The pods' port.
+    pub target_port: i64,
+}
+
+/// One command the console runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// An empty line.
+    Noop,
+    /// `help`.
+    Help,
+    /// `clear`: the page empties its console.
+    Clear,
+    /// `kubectl apply -f -` without its text yet: the page asks for it.
+    ApplyPrompt,
+    /// `kubectl apply -f -` with its text.
+    Apply {
+        /// YAML or JSON, one or more objects.
+        manifest: String,
+    },
+    /// `kubectl create service TYPE NAME --tcp=...`.
+    CreateService {
+        /// The Service's name.
+        name: String,
+        /// `ClusterIP`, `NodePort` or `LoadBalancer`.
+        service_type: &'static str,
+        /// The ports, in the order given.
+        ports: Vec<TcpPort>,
+        /// `--clusterip` (`None` makes a headless Service).
+        cluster_ip: Option<String>,
+        /// `--node-port`, for the first port.
+        node_port: Option<i64>,
+    },
+    /// `kubectl create deployment NAME --image=...`.
+    CreateDeployment {
+        /// The Deployment's name.
+        name: String,
+        /// The container image.
+        image: String,
+        /// `--replicas` (default 1).
+        replicas: i64,
+        /// `--port`: the container port it declares.
+        port: Option<i64>,
+    },
+    /// `kubectl expose deployment NAME --port=...`.
+    Expose {
+        /// The Deployment exposed.
+        deployment: String,
+        /// The Service's name (`--name`, else the Deployment's).
+        name: String,
+        /// The Service port.
+        port: i64,
+        /// `--target-port`: a number or a container port's name.
+        target_port: Option<String>,
+        /// `--type`, as given.
+        service_type: String,
+        /// `--protocol` (default TCP).
+        protocol: String,
+    },
+    /// `kubectl delete KIND NAME...`.
+    Delete {
+        /// The kind.
+        resource: Resource,
+        /// The objects' names.
+        names: Vec<String>,
+        /// `-n` (default `default`).
+        namespace: String,
+    },
+    /// `kubectl scale deployment NAME --replicas=N`.
+    Scale {
+        /// The Deployment.
+        name: String,
+        /// The new count.
+        replicas: i64,
+    },
+    /// `kubectl get KIND [NAME...]`.
+    Get {
+        /// The kind.
+        resource: Resource,
+        /// The names asked for (every object when empty).
+        names: Vec<String>,
+        /// How to print.
+        output: Output,
+        /// `-A`.
+        all_namespaces: bool,
+        /// `-n` (default `default`).
+        namespace: String,
+    },
+    /// `ipvsadm -Ln` (`save: false`) or `ipvsadm-save -n` (`save: true`).
+    Ipvsadm {
+        /// `ipvsadm-save` rather than `ipvsadm -Ln`.
+        save: bool,
+    },
+    /// `simulate ready|unready POD`: the playground's stand-in for a
+    /// readiness probe that passes or fails.
+    Readiness {
+        /// The pod.
+        pod: String,
+        /// Whether it passes.
+        ready: bool,
+    },
+}
+
+/// Reads one command line; `stdin` is the text for `kubectl apply -f -`.
+pub fn parse(line: &str, stdin: Option<&str>) -> Result<Command, UsageError> {
+    let w = words(line.trim())?;
+    let Some((first, rest)) = w.split_first() else {
+        return Ok(Command::Noop);
+    };
+    match first.as_str() {
+        "help" | "?" => return Ok(Command::Help),
+        "clear" => return Ok(Command::Clear),
+        "ipvsadm" => return parse_ipvsadm(rest),
+        "ipvsadm-save" => return Ok(Command::Ipvsadm { save: true }),
+        "simulate" => return parse_simulate(rest),
+        "kubectl" | "k" => {}
+        other => {
+            return Err(UsageError::new(format!(
+                "command not found: {other} (type \"help\" for the commands this console knows)"
+            )))
+        }
+    }
+    let Some((verb, rest)) = rest.split_first() else {
+        return Ok(Command::Help);
+    };
+    match verb.as_str() {
+        "create" => parse_create(rest),
+        "expose" => parse_expose(rest),
+        "apply" => parse_apply(rest, stdin),
+        "delete" => parse_delete(rest),
+        "scale" => parse_scale(rest),
+        "get" => parse_get(rest),
+        other => Err(UsageError::new(format!(
+            "unknown command {other:?} for \"kubectl\" (this console knows create, expose, apply, delete, scale, get)"
+        ))),
+    }
+}
+
+/// The kind a word names, or kubectl's error.
+fn resource(word: &str) -> Result<Resource, UsageError> {
+    Resource::from_word(word)
+        .ok_or_else(|| UsageError::new(format!("the server doesn't have a resource type {word:?}")))
+}
+
+fn one_name(args: &Args) -> Result<String, UsageError> {
+    match args.positional.as_slice() {
+        [name] => Ok(name.clone()),
+        other => Err(UsageError::new(format!(
+            "exactly one NAME is required, got {}",
+            other.len()
+        ))),
+    }
+}
+
+fn parse_create(args: &[String]) -> Result<Command, UsageError> {
+    let (what, rest) = args.split_first().map_or(("", &[][..]), |(w, r)| (w.as_str(), r));
+    match what {
+        "service" | "svc" => {
+            let (kind, more) = rest.split_first().map_or(("", &[][..]), |(w, r)| (w.as_str(), r));
+            let service_type = match kind {
+                "clusterip" => "ClusterIP",
+                "nodeport" => "NodePort",
+                "loadbalancer" => "LoadBalancer",
+                other => {
+                    return Err(UsageError::new(format!(
+                        "kubectl create service needs a type: clusterip, nodeport or loadbalancer (got {other:?})"
+                    )))
+                }
+            };
+            let args = Args::split(more, &[])?;
+            args.only(&["tcp", "clusterip", "node-port", "dry-run"])?;
+            let name = one_name(&args)?;
+            let cluster_ip = args.flag(&["clusterip"]).map(str::to_string);
+            let specs: Vec<&str> = args.all("tcp").into_iter().flat_map(|t| t.split(',')).collect();
+            if specs.is_empty() && cluster_ip.as_deref() != Some("None") {
+                return Err(UsageError::new("at least one tcp port specifier must be provided"));
+            }
+            let ports = specs.into_iter().map(tcp_port).collect::<Result<_, _>>()?;
+            let node_port = args.flag(&["node-port"]).map(|v| integer(v, "node-port")).transpose()?;
+            Ok(Command::CreateService {
+                name,
+                service_type,
+                ports,
+                cluster_ip,
+                node_port,
+            })
+        }
+        "deployment" | "deploy" => {
+            let args = Args::split(rest, &[])?;
+            args.only(&["image", "replicas", "r", "port"])?;
+            let name = one_name(&args)?;
+            let image = (args.flag(&["image"]))
+                .ok_or_else(|| UsageError::new("required flag(s) \"image\" not set"))?
+                .to_string();
+            let replicas = integer(args.flag(&["replicas", "r"]).unwrap_or("1"), "replicas")?;
+            if replicas < 0 {
+                return Err(UsageError::new("--replicas must be 0 or more"));
+            }
+            let port = args.flag(&["port"]).map(|v| integer(v, "port")).transpose()?;
+            Ok(Command::CreateDeployment {
+                name,
+                image,
+                replicas,
+                port,
+            })
+        }
+        _ => Err(UsageError::new(
+            "this console creates \"service\" (svc) and \"deployment\" objects; use kubectl apply -f - for anything else",
+        )),
+    }
+}
+
+/// `--tcp=80` or `--tcp=80:8080`.
+fn tcp_port(spec: &str) -> Result<TcpPort, UsageError> {
+    let bad = || UsageError::new(format!("--tcp must be PORT or PORT:TARGETPORT, got {spec:?}"));
+    let number = |s: &str| -> Result<i64, UsageError> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+            .ok_or_else(bad)
+    };
+    let (port, target) = spec.split_once(':').unwrap_or((spec, spec));
+    Ok(TcpPort {
+        port: number(port)?,
+        target_port: number(target)?,
+    })
+}
+
+/// `deployment NAME` or `deployment/NAME` (any word for Deployments).
+fn deployment_name(positional: &[String]) -> Option<String> {
+    match positional {
+        [one] => {
+            let (kind, name) = one.split_once('/')?;
+            (Resource::from_word(kind) == Some(Resource::Deployment)).then(|| name.to_string())
+        }
+        [kind, name] => (Resource::from_word(kind) == Some(Resource::Deployment)).then(|| name.clone()),
+        _ => None,
+    }
+}
+
+fn parse_expose(args: &[String]) -> Result<Command, UsageError> {
+    let args = Args::split(args, &[])?;
+    args.only(&["port", "target-port", "type", "name", "protocol"])?;
+    let deployment = deployment_name(&args.positional).ok_or_else(|| {
+        UsageError::new(
+            "this console exposes deployments: kubectl expose deployment NAME --port=P [--target-port=T] [--type=ClusterIP|NodePort|LoadBalancer]",
+        )
+    })?;
+    let port =
+        (args.flag(&["port"])).ok_or_else(|| UsageError::new("couldn't find port via --port flag or introspection"))?;
+    Ok(Command::Expose {
+        name: args.flag(&["name"]).unwrap_or(&deployment).to_string(),
+        deployment,
+        port: integer(port, "port")?,
+        target_port: args.flag(&["target-port"]).map(str::to_string),
+        service_type: args.flag(&["type"]).unwrap_or("ClusterIP").to_string(),
+        protocol: args.flag(&["protocol"]).unwrap_or("TCP").to_string(),
+    })
+}
+
+fn parse_apply(args: &[String], stdin: Option<&str>) -> Result<Command, UsageError> {
+    let args = Args::split(args, &[])?;
+    args.only(&["f", "filename"])?;
+    if !args.positional.is_empty() {
+        return Err(UsageError::new(format!(
+            "unexpected args: [{}]",
+            args.positional.join(" ")
+        )));
+    }
+    if args.flag(&["f", "filename"]) != Some("-") {
+        return Err(UsageError::new(
+            "this console reads manifests from standard input only: kubectl apply -f - (paste the YAML in the box that opens)",
+        ));
+    }
+    Ok(match stdin {
+        None => Command::ApplyPrompt,
+        Some(text) => Command::Apply {
+            manifest: text.to_string(),
+        },
+    })
+}
+
+/// `KIND NAME...` or `KIND/NAME`.
+fn kind_and_names(positional: &[String]) -> Result<(Resource, Vec<String>), UsageError> {
+    match positional {
+        [] => Err(UsageError::new(
+            "You must specify the type of resource to get. Try kubectl get svc, endpoints, endpointslices or pods.",
+        )),
+        [one] if one.contains('/') => {
+            let (kind, name) = one.split_once('/').unwrap_or((one, ""));
+            Ok((resource(kind)?, vec![name.to_string()]))
+        }
+        [kind, names @ ..] => Ok((resource(kind)?, names.to_vec())),
+    }
+}
+
+fn parse_delete(args: &[String]) -> Result<Command, UsageError> {
+    let args = Args::split(args, &[])?;
+    args.only(&["n", "namespace"])?;
+    if args.positional.is_empty() {
+        return Err(UsageError::new(
+            "You must provide one or more resources by argument or filename.",
+        ));
+    }
+    let (resource, names) = kind_and_names(&args.positional)?;
+    if names.is_empty() {
+        return Err(UsageError::new("resource(s) were provided, but no name was specified"));
+    }
+    Ok(Command::Delete {
+        resource,
+        names,
+        namespace: args.flag(&["n", "namespace"]).unwrap_or("default").to_string(),
+    })
+}
+
+fn parse_scale(args: &[String]) -> Result<Command, UsageError> {
+    let args = Args::split(args, &[])?;
+    args.only(&["replicas"])?;
+    let name = deployment_name(&args.positional).ok_or_else(|| {
+        UsageError::new("this console scales deployments: kubectl scale deployment NAME --replicas=N")
+    })?;
+    let replicas =
+        (args.flag(&["replicas"])).ok_or_else(|| UsageError::new("required flag(s) \"replicas\" not set"))?;
+    let replicas = integer(replicas, "replicas")?;
+    if replicas < 0 {
+        return Err(UsageError::new(
+            "The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0",
+        ));
+    }
+    Ok(Command::Scale { name, replicas })
+}
+
+fn parse_get(args: &[String]) -> Result<Command, UsageError> {
+    let args = Args::split(args, &["A", "all-namespaces"])?;
+    args.only(&["o", "output", "A", "all-namespaces", "n", "namespace"])?;
+    let (resource, names) = kind_and_names(&args.positional)?;
+    let output = match args.flag(&["o", "output"]).unwrap_or("") {
+        "" => Output::Table,
+        "wide" => Output::Wide,
+        "yaml" => Output::Yaml,
+        "json" => Output::Json,
+        "name" => Output::Name,
+        other => {
+            return Err(UsageError::new(format!(
+                "unable to match a printer suitable for the output format {other:?}, allowed formats are: json,name,wide,yaml"
+            )))
+        }
+    };
+    Ok(Command::Get {
+        resource,
+        names,
+        output,
+        all_namespaces: args.has(&["A", "all-namespaces"]),
+        namespace: args.flag(&["n", "namespace"]).unwrap_or("default").to_string(),
+    })
+}
+
+fn parse_ipvsadm(args: &[String]) -> Result<Command, UsageError> {
+    match args.join(" ").as_str() {
+        "" | "-n" | "-Ln" | "-nL" | "-L -n" | "-n -L" => Ok(Command::Ipvsadm { save: false }),
+        "-S" | "-S -n" | "-Sn" => Ok(Command::Ipvsadm { save: true }),
+        _ => Err(UsageError::new(
+            "this console shows the table: ipvsadm -Ln, or ipvsadm-save -n",
+        )),
+    }
+}
+
+fn parse_simulate(args: &[String]) -> Result<Command, UsageError> {
+    match args {
+        [what, pod] if what == "ready" || what == "unready" => Ok(Command::Readiness {
+            pod: pod.clone(),
+            ready: what == "ready",
+        }),
+        _ => Err(UsageError::new("simulate unready POD | simulate ready POD")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(line: &str) -> String {
+        parse(line, None).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_what_kubectl_users_type() {
+        assert_eq!(
+            parse("kubectl create svc nodeport a --tcp=80:8080,443", None).unwrap(),
+            Command::CreateService {
+                name: "a".into(),
+                service_type: "NodePort",
+                ports: vec![
+                    TcpPort {
+                        port: 80,
+                        target_port: 8080
+                    },
+                    TcpPort {
+                        port: 443,
+                        target_port: 443
+                    }
+                ],
+                cluster_ip: None,
+                node_port: None,
+            }
+        );
+        let Command::Get {
+            resource,
+            names,
+            output,
+            ..
+        } = parse("k get po/web-1 -owide", None).unwrap()
+        else {
+            panic!("not a get");
+        };
+        assert_eq!(
+            (resource, names, output),
+            (Resource::Pod, vec!["web-1".to_string()], Output::Wide)
+        );
+        assert_eq!(
+            parse("kubectl scale deploy/web --replicas=3", None).unwrap(),
+            Command::Scale {
+                name: "web".into(),
+                replicas: 3
+            }
+        );
+        assert_eq!(parse("kubectl apply -f -", None).unwrap(), Command::ApplyPrompt);
+        assert_eq!(parse("ipvsadm -L -n", None).unwrap(), Command::Ipvsadm { save: false });
+        assert_eq!(parse("", None).unwrap(), Command::Noop);
+    }
+
+    #[test]
+    fn refuses_with_kubectls_words() {
+        assert_eq!(
+            error("kubectl get frobs"),
+            "the server doesn't have a resource type \"frobs\""
+        );
+        assert_eq!(
+            error("kubectl create svc clusterip"),
+            "exactly one NAME is required, got 0"
+        );
+        assert_eq!(
+            error("kubectl create deployment x"),
+            "required flag(s) \"image\" not set"
+        );
+        assert_eq!(
+            error("kubectl create svc clusterip a"),
+            "at least one tcp port specifier must be provided"
+        );
+        assert_eq!(
+            error("kubectl create svc clusterip a --tcp=eighty"),
+            "--tcp must be PORT or PORT:TARGETPORT, got \"eighty\""
+        );
+        assert_eq!(
+            error("kubectl delete svc"),
+            "resource(s) were provided, but no name was specified"
+        );
+        assert_eq!(error("kubectl get svc -o table"), "unable to match a printer suitable for the output format \"table\", allowed formats are: json,name,wide,yaml");
+        assert_eq!(
+            error("kubectl expose deployment web"),
+            "couldn't find port via --port flag or introspection"
+        );
+        assert_eq!(
+            error("ls"),
+            "command not found: ls (type \"help\" for the commands this console knows)"
+        );
+        assert_eq!(
+            error("kubectl scale deployment web --replicas=-1"),
+            "The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0"
+        );
+    }
+}

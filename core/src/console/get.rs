@@ -1,0 +1,180 @@
+//! `kubectl get` printed as kubectl prints it: the table of each kind
+//! (`-o wide` with its extra columns), `-o yaml`, `-o json` and `-o name`,
+//! one `NotFound` line per missing name, and `No resources found in default
+//! namespace.` when there is nothing.
+
+use super::command::Output;
+use crate::api::{Object, Pod, Resource};
+use crate::controlplane::{ApiError, ControlPlane};
+use crate::kubectl::{endpoint_slices_table, endpoints_table, services_table, services_table_wide, table};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// What `kubectl get` asked for.
+pub struct Get<'a> {
+    /// The kind.
+    pub resource: Resource,
+    /// The names asked for; every object when empty.
+    pub names: &'a [String],
+    /// How to print.
+    pub output: Output,
+    /// `-A`.
+    pub all_namespaces: bool,
+    /// `-n`.
+    pub namespace: &'a str,
+}
+
+/// The text kubectl prints, and whether every name was found.
+pub fn get(cp: &ControlPlane, request: &Get) -> (bool, String) {
+    let namespace = (!request.all_namespaces).then_some(request.namespace);
+    let mut objects = cp.list(request.resource, namespace);
+    let mut errors = Vec::new();
+    if !request.names.is_empty() {
+        for name in request.names {
+            if !objects.iter().any(|o| o.name() == name) {
+                let missing = ApiError::NotFound {
+                    resource: request.resource.qualified_plural().to_string(),
+                    name: name.clone(),
+                };
+                errors.push(format!("Error from server (NotFound): {missing}"));
+            }
+        }
+        objects.retain(|o| request.names.iter().any(|n| n == o.name()));
+    }
+    let text = match (objects.is_empty(), request.names.is_empty()) {
+        (true, true) if request.all_namespaces || !request.resource.namespaced() => "No resources found".to_string(),
+        (true, true) => format!("No resources found in {} namespace.", request.namespace),
+        (true, false) => String::new(),
+        (false, _) => print(&objects, request),
+    };
+    let lines: Vec<&str> = [text.trim_end()]
+        .into_iter()
+        .chain(errors.iter().map(String::as_str))
+        .filter(|l| !l.is_empty())
+        .collect();
+    (errors.is_empty(), lines.join("\n"))
+}
+
+fn print(objects: &[Object], request: &Get) -> String {
+    match request.output {
+        Output::Yaml | Output::Json => {
+            let data = match objects {
+                [one] if request.names.len() == 1 => to_value(one),
+                _ => json!({
+                    "apiVersion": "v1",
+                    "items": objects.iter().map(to_value).collect::<Vec<_>>(),
+                    "kind": "List",
+                    "metadata": {"resourceVersion": ""},
+                }),
+            };
+            if request.output == Output::Yaml {
+                serde_yaml_ng::to_string(&data).unwrap_or_default()
+            } else {
+                json_text(&data)
+            }
+        }
+        Output::Name => (objects.iter())
+            .map(|o| format!("{}/{}", o.kubectl_resource(), o.name()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Output::Table | Output::Wide => tables(objects, request),
+    }
+}
+
+/// An object as JSON data, with `apiVersion` and `kind` always set.
+fn to_value(object: &Object) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        let resource = object.resource();
+        map.insert("apiVersion".into(), resource.api_version().into());
+        map.insert("kind".into(), resource.kind().into());
+    }
+    value
+}
+
+/// JSON indented by four spaces, as kubectl writes it.
+fn json_text(value: &Value) -> String {
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    match value.serialize(&mut serializer) {
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+fn tables(objects: &[Object], request: &Get) -> String {
+    let all = request.all_namespaces;
+    let wide = request.output == Output::Wide;
+    macro_rules! of {
+        ($variant:ident) => {
+            objects
+                .iter()
+                .filter_map(|o| match o {
+                    Object::$variant(x) => Some(x.as_ref()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+    }
+    match request.resource {
+        Resource::Service if wide => services_table_wide(&of!(Service), all),
+        Resource::Service => services_table(&of!(Service), all),
+        Resource::Endpoints => endpoints_table(&of!(Endpoints), all),
+        Resource::EndpointSlice => endpoint_slices_table(&of!(EndpointSlice), all),
+        Resource::Pod => pods_table(&of!(Pod), all, wide),
+        Resource::Node => {
+            let mut rows = vec![cells(&["NAME", "STATUS", "INTERNAL-IP"])];
+            rows.extend(of!(Node).into_iter().map(|n| {
+                let ip = (n.status.addresses.iter())
+                    .find(|a| a.address_type == "InternalIP")
+                    .map_or("<none>", |a| a.address.as_str());
+                cells(&[&n.metadata.name, "Ready", ip])
+            }));
+            table(&rows)
+        }
+        Resource::ServiceCidr => {
+            let mut rows = vec![cells(&["NAME", "CIDRS"])];
+            rows.extend((of!(ServiceCidr).into_iter()).map(|c| cells(&[&c.metadata.name, &c.spec.cidrs.join(",")])));
+            table(&rows)
+        }
+        Resource::Deployment => String::new(),
+    }
+}
+
+fn cells(texts: &[&str]) -> Vec<String> {
+    texts.iter().map(|t| t.to_string()).collect()
+}
+
+/// `kubectl get pods`: NAME READY STATUS RESTARTS, and with `-o wide` IP
+/// NODE NOMINATED NODE READINESS GATES.
+fn pods_table(pods: &[&Pod], all_namespaces: bool, wide: bool) -> String {
+    let mut header = vec!["NAME", "READY", "STATUS", "RESTARTS"];
+    if wide {
+        header.extend(["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]);
+    }
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    let mut rows = vec![cells(&header)];
+    for pod in pods {
+        let containers = pod.spec.containers.len().max(1);
+        let ready = if pod.is_ready() { containers } else { 0 };
+        let mut row = vec![
+            pod.metadata.name.clone(),
+            format!("{ready}/{containers}"),
+            pod.status.phase.clone().unwrap_or_else(|| "Pending".into()),
+            "0".into(),
+        ];
+        if wide {
+            let ip = pod.ips().into_iter().next().unwrap_or_else(|| "<none>".into());
+            let node = pod.spec.node_name.clone().unwrap_or_else(|| "<none>".into());
+            row.extend([ip, node, "<none>".into(), "<none>".into()]);
+        }
+        if all_namespaces {
+            row.insert(0, pod.metadata.namespace_or_default().to_string());
+        }
+        rows.push(row);
+    }
+    table(&rows)
+}

@@ -1,0 +1,181 @@
+//! The console as a playground user drives it: each test types lines and
+//! checks what kubectl would print and what the cluster holds after.
+
+use super::*;
+
+fn cluster(range: &str) -> ControlPlane {
+    preset::cluster(range, 0).unwrap()
+}
+
+fn text(cp: &mut ControlPlane, line: &str) -> String {
+    run(cp, line, None).text
+}
+
+#[test]
+fn create_service_writes_what_kubectl_writes_and_the_core_allocates() {
+    let mut cp = cluster("10.96.0.0/12");
+    let created = run(&mut cp, "kubectl create svc clusterip test --tcp=80", None);
+    assert_eq!(
+        (created.ok, created.text.as_str(), created.effect),
+        (true, "service/test created", Effect::Change)
+    );
+    assert!(created.note.unwrap().contains("selector app=test"));
+    let svc = cp.service("default", "test").unwrap().clone();
+    let mut direct = cluster("10.96.0.0/12");
+    let same = direct
+        .apply_manifest("apiVersion: v1\nkind: Service\nmetadata: {name: test}\nspec: {ports: [{port: 80}]}\n")
+        .unwrap()
+        .remove(0)
+        .unwrap();
+    let Object::Service(direct_svc) = same.object else {
+        panic!("not a Service")
+    };
+    assert_eq!(
+        svc.spec.cluster_ip, direct_svc.spec.cluster_ip,
+        "the same ClusterIP as a plain apply"
+    );
+    assert_eq!(svc.spec.ports[0].name, "80-80");
+    assert_eq!(
+        svc.spec
+            .selector
+            .as_ref()
+            .and_then(|s| s.get("app"))
+            .map(String::as_str),
+        Some("test")
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl create svc clusterip test --tcp=80"),
+        "Error from server (AlreadyExists): services \"test\" already exists"
+    );
+}
+
+#[test]
+fn errors_are_kubernetes_own() {
+    let mut cp = cluster("10.96.0.0/12");
+    assert_eq!(
+        text(&mut cp, "kubectl delete svc nope"),
+        "Error from server (NotFound): services \"nope\" not found"
+    );
+    let invalid = text(&mut cp, "kubectl create svc clusterip Bad_Name --tcp=80");
+    assert!(
+        invalid.starts_with("The Service \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label"),
+        "{invalid}"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get svc nope"),
+        "Error from server (NotFound): services \"nope\" not found"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl scale deployment nope --replicas=1"),
+        "Error from server (NotFound): deployments.apps \"nope\" not found"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl create deployment x"),
+        "error: required flag(s) \"image\" not set"
+    );
+    let usage = run(&mut cp, "kubectl get frobs", None);
+    assert_eq!((usage.ok, usage.effect), (false, Effect::Nothing));
+    let mut small = cluster("10.96.0.0/29");
+    for i in 0..5 {
+        assert!(run(&mut small, &format!("kubectl create svc clusterip s{i} --tcp=80"), None).ok);
+    }
+    assert_eq!(
+        text(&mut small, "kubectl create svc clusterip s5 --tcp=80"),
+        "Error from server (InternalError): Internal error occurred: failed to allocate a serviceIP for Service \"s5\": range is full"
+    );
+}
+
+#[test]
+fn get_prints_tables_yaml_json_and_names() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(&mut cp, "kubectl create svc nodeport web --tcp=80:8080", None);
+    let table = text(&mut cp, "kubectl get svc");
+    assert!(table.starts_with("NAME         TYPE        CLUSTER-IP"), "{table}");
+    assert!(table.contains("\nweb          NodePort    10."), "{table}");
+    let wide = text(&mut cp, "kubectl get svc web -o wide");
+    assert!(
+        wide.lines().next().unwrap().ends_with("SELECTOR") && wide.ends_with("app=web"),
+        "{wide}"
+    );
+    let yaml = text(&mut cp, "kubectl get svc web -o yaml");
+    assert!(yaml.starts_with("apiVersion: v1\nkind: Service\nmetadata:\n"), "{yaml}");
+    let json = text(&mut cp, "kubectl get svc web -o json");
+    assert!(
+        json.starts_with("{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Service\""),
+        "{json}"
+    );
+    let list = text(&mut cp, "kubectl get svc -o yaml");
+    assert!(
+        list.starts_with("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Service"),
+        "{list}"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get svc -o name"),
+        "service/kubernetes\nservice/web"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get svc web nope"),
+        format!(
+            "{}\nError from server (NotFound): services \"nope\" not found",
+            text(&mut cp, "kubectl get svc web")
+        )
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get pods"),
+        "No resources found in default namespace."
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get pods -n shop"),
+        "No resources found in shop namespace."
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get servicecidrs"),
+        "NAME         CIDRS\nkubernetes   10.96.0.0/12"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get nodes"),
+        "NAME     STATUS   INTERNAL-IP\nnode-1   Ready    192.168.49.2"
+    );
+    assert_eq!(run(&mut cp, "kubectl get svc", None).effect, Effect::Read);
+}
+
+#[test]
+fn apply_reports_each_object_and_ipvsadm_shows_the_nodes_table() {
+    let mut cp = cluster("10.96.0.0/12");
+    let manifest = "apiVersion: v1\nkind: Service\nmetadata: {name: dns}\nspec: {ports: [{port: 53, protocol: UDP}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: bad}\nspec: {ports: [{port: 0}]}\n";
+    assert_eq!(run(&mut cp, "kubectl apply -f -", None).effect, Effect::ReadStdin);
+    let applied = run(&mut cp, "kubectl apply -f -", Some(manifest));
+    assert!(!applied.ok);
+    let lines: Vec<&str> = applied.text.lines().collect();
+    assert_eq!(lines[0], "service/dns created");
+    assert!(
+        lines[1].starts_with("The Service \"bad\" is invalid: [spec.ports[0].port: Invalid value: 0"),
+        "{}",
+        lines[1]
+    );
+    let ip = cp.service("default", "dns").unwrap().spec.cluster_ip.clone();
+    let save = text(&mut cp, "ipvsadm-save -n");
+    assert!(save.contains(&format!("-A -u {ip}:53 -s rr")), "{save}");
+    assert!(text(&mut cp, "ipvsadm -Ln").starts_with("IP Virtual Server version"));
+    assert_eq!(run(&mut cp, "clear", None).effect, Effect::Clear);
+    assert_eq!(run(&mut cp, "help", None).text, HELP);
+}
+
+#[test]
+fn the_vocabulary_holds_commands_kinds_and_names() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(&mut cp, "kubectl create svc clusterip web --tcp=80", None);
+    let words = vocabulary(&cp);
+    for word in [
+        "kubectl",
+        "svc",
+        "endpointslices",
+        "deploy",
+        "web",
+        "kubernetes",
+        "node-1",
+        "--tcp=",
+    ] {
+        assert!(words.iter().any(|w| w == word), "{word} missing from {words:?}");
+    }
+}
