@@ -287,6 +287,36 @@ async function main() {
     await page.context().close();
   });
 
+  await test('claim 1: with no --service-cluster-ip-range the cluster starts on 10.0.0.0/24, and the page says why', async () => {
+    const page = await openPage();
+    await page.fill('#cidr-input', '');
+    await page.press('#cidr-input', 'Enter');
+    await page.waitForFunction(() => /falls back to 10\.0\.0\.0\/24/.test(document.querySelector('#console-output').textContent));
+    assert.match(await kubectl(page, 'kubectl get svc kubernetes'), /kubernetes\s+ClusterIP\s+10\.0\.0\.1\s/);
+    assert.match(await kubectl(page, 'kubectl get servicecidrs'), /kubernetes\s+10\.0\.0\.0\/24/);
+    assert.equal(await page.locator('#range-map .cells .cell').count(), 256);
+    await page.context().close();
+  });
+
+  await test('claim 8: dual-stack: a preset, pods with an address of each family, a PreferDualStack Service with IPv6 slices, virtual servers and AAAA records', async () => {
+    const page = await openPage();
+    await page.click('[data-cidr="10.96.0.0/12,fd00:10:96::/108"]');
+    await page.waitForFunction(() => document.querySelector('#cidr-input').value.includes(','));
+    assert.match(await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80'), /deployment\.apps\/web created/);
+    const pod = await kubectl(page, 'kubectl get pods -o yaml');
+    assert.match(pod, /- ip: 10\.244\.0\.\d+\n\s+- ip: fd00:10:244::/, 'each pod has an IPv4 and an IPv6 address');
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ipFamilyPolicy: PreferDualStack\n  selector: {app: web}\n  ports: [{port: 80}]\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    const svc = await kubectl(page, 'kubectl get svc web -o yaml');
+    assert.match(svc, /clusterIPs:\n- 10\.\d+\.\d+\.\d+\n- fd00:10:96::/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices'), /web-\w+\s+IPv6\s+80\s+fd00:10:244::/);
+    assert.match(await kubectl(page, 'ipvsadm -Ln'), /TCP\s+\[fd00:10:96::[0-9a-f:]+\]:80 rr\n\s+-> \[fd00:10:244::/);
+    assert.match(await (await tab(page, 'dns')).innerText(), /web\.default\.svc\.cluster\.local\.?\s+AAAA\s+fd00:10:96::/);
+    await page.context().close();
+  });
+
   await test('a /29 is drawn address by address and fills up with the core\'s error', async () => {
     const page = await openPage();
     await page.fill('#cidr-input', '10.96.0.0/29');

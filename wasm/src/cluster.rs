@@ -169,6 +169,13 @@ impl Cluster {
         self.cp.kubernetes_ip().to_string()
     }
 
+    /// What kube-apiserver would have warned about at start (such as the
+    /// fallback to 10.0.0.0/24 when no service CIDR is given).
+    #[wasm_bindgen(getter, unchecked_return_type = "string[]")]
+    pub fn warnings(&self) -> JsValue {
+        to_js(&ops::json(&self.cp.config().warnings))
+    }
+
     /// The `kubernetes` Service's endpoints (`ip:port` strings).
     #[wasm_bindgen(js_name = kubernetesEndpoints, unchecked_return_type = "string[]")]
     pub fn kubernetes_endpoints(&self) -> JsValue {

@@ -93,6 +93,7 @@ function startSession(state, { announce = true, note = null } = {}) {
   if (announce) {
     print(null, null, `Cluster started: --service-cluster-ip-range=${state.cidr}, seed ${state.seed}. The kubernetes Service is on ${session.cluster.kubernetesIp}. Type help for the commands.`);
   }
+  for (const warning of session.cluster.warnings) print(null, null, `kube-apiserver warns: ${warning}.`);
   if (note) print(null, null, note);
   for (const t of transcript) {
     const shown = t.stdin == null ? t.line : `${t.line} <<EOF\n${t.stdin.replace(/\n$/, '')}\nEOF`;

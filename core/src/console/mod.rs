@@ -49,7 +49,8 @@ pub enum Effect {
     Clear,
     /// The page asks for the text of `kubectl apply -f -`.
     ReadStdin,
-    /// A read (`get`, `ipvsadm`): kept in the history, the cluster as it was.
+    /// Kept in the history; the cluster is as it was: a read (`get`,
+    /// `ipvsadm`) or a request the apiserver refused.
     Read,
     /// The cluster may have changed: views redraw.
     Change,
@@ -187,8 +188,18 @@ fn apply(cp: &mut ControlPlane, manifest: &str) -> Outcome {
         Err(e) => vec![Err(server_error(&e))],
     };
     let ok = lines.iter().all(Result::is_ok);
+    let effect = changed_if(lines.iter().any(Result::is_ok));
     let text: Vec<String> = lines.into_iter().map(|l| l.unwrap_or_else(|e| e)).collect();
-    Outcome::new(ok, text.join("\n"), Effect::Change)
+    Outcome::new(ok, text.join("\n"), effect)
+}
+
+/// `Change` when something was stored or deleted, else `Read`.
+fn changed_if(changed: bool) -> Effect {
+    if changed {
+        Effect::Change
+    } else {
+        Effect::Read
+    }
 }
 
 /// Applies one object the console built, as kubectl's client sends it;
@@ -207,7 +218,7 @@ fn send(cp: &mut ControlPlane, object: Value, verb: Option<&str>) -> Outcome {
             };
             Outcome::new(true, line, Effect::Change)
         }
-        Err(e) => Outcome::new(false, server_error(&e), Effect::Change),
+        Err(e) => Outcome::new(false, server_error(&e), Effect::Read),
     }
 }
 
@@ -220,7 +231,7 @@ fn already_exists(cp: &ControlPlane, resource: Resource, name: &str) -> Option<O
                 "Error from server (AlreadyExists): {} {name:?} already exists",
                 resource.qualified_plural()
             ),
-            Effect::Change,
+            Effect::Read,
         )
     })
 }
@@ -305,7 +316,7 @@ fn expose(
 ) -> Outcome {
     let found = match cp.get(Resource::Deployment, "default", deployment) {
         Ok(object) => to_value(&object),
-        Err(e) => return Outcome::new(false, server_error(&e), Effect::Change),
+        Err(e) => return Outcome::new(false, server_error(&e), Effect::Read),
     };
     if let Some(exists) = already_exists(cp, Resource::Service, name) {
         return exists;
@@ -346,18 +357,18 @@ fn to_value(object: &Object) -> Value {
 }
 
 fn delete(cp: &mut ControlPlane, resource: Resource, names: &[String], namespace: &str) -> Outcome {
-    let mut ok = true;
+    let mut deleted = 0;
     let mut lines = Vec::new();
     for name in names {
         match cp.delete_resource(resource, namespace, name) {
-            Ok(object) => lines.push(format!("{} {:?} deleted", object.kubectl_resource(), object.name())),
-            Err(e) => {
-                ok = false;
-                lines.push(server_error(&e));
+            Ok(object) => {
+                deleted += 1;
+                lines.push(format!("{} {:?} deleted", object.kubectl_resource(), object.name()));
             }
+            Err(e) => lines.push(server_error(&e)),
         }
     }
-    Outcome::new(ok, lines.join("\n"), Effect::Change)
+    Outcome::new(deleted == names.len(), lines.join("\n"), changed_if(deleted > 0))
 }
 
 /// `kubectl scale`: the Deployment's `spec.replicas` changed, as kubectl's
@@ -365,7 +376,7 @@ fn delete(cp: &mut ControlPlane, resource: Resource, names: &[String], namespace
 fn scale(cp: &mut ControlPlane, name: &str, replicas: i64) -> Outcome {
     let mut deployment = match cp.get(Resource::Deployment, "default", name) {
         Ok(object) => to_value(&object),
-        Err(e) => return Outcome::new(false, server_error(&e), Effect::Change),
+        Err(e) => return Outcome::new(false, server_error(&e), Effect::Read),
     };
     deployment["spec"]["replicas"] = replicas.into();
     send(cp, deployment, Some("scaled"))
@@ -392,7 +403,7 @@ fn ipvsadm(cp: &ControlPlane, save: bool) -> Outcome {
 fn readiness(cp: &mut ControlPlane, name: &str, ready: bool) -> Outcome {
     let mut pod = match cp.get(Resource::Pod, "default", name) {
         Ok(object) => to_value(&object),
-        Err(e) => return Outcome::new(false, server_error(&e), Effect::Change),
+        Err(e) => return Outcome::new(false, server_error(&e), Effect::Read),
     };
     let mut conditions: Vec<Value> = (pod["status"]["conditions"].as_array().cloned().unwrap_or_default())
         .into_iter()

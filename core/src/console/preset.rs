@@ -1,31 +1,71 @@
 //! The playground's cluster: what a one-node kubeadm cluster starts with.
-//! Its node, `node-1`, has the address 192.168.49.2 and gives pods
-//! addresses from 10.244.0.0/24 (a slice of the pod network 10.244.0.0/16);
-//! the one apiserver runs on it and listens on kubeadm's default port,
-//! 6443, so the `kubernetes` Service's endpoint is 192.168.49.2:6443.
+//! Its node, `node-1`, has an address and a share of the pod network in
+//! each IP family of the service CIDRs, the primary family first (IPv4:
+//! 192.168.49.2, pods from 10.244.0.0/24 of 10.244.0.0/16; IPv6:
+//! fd00:192:168:49::2, pods from fd00:10:244::/64 of fd00:10:244::/56). The
+//! one apiserver runs on it and listens on kubeadm's default port, 6443,
+//! so the `kubernetes` Service's endpoint is 192.168.49.2:6443 (or the
+//! IPv6 address on an IPv6-primary cluster). A dual-stack range
+//! (`10.96.0.0/12,fd00:10:96::/108`) gives the node both families, so its
+//! Pods get an address of each.
 
 use crate::api::parse_manifests;
 use crate::controlplane::{ClusterConfig, ConfigError, ControlPlane};
+use serde_json::json;
 
 /// The node's name.
 pub const NODE_NAME: &str = "node-1";
-/// The node's address.
-pub const NODE_IP: &str = "192.168.49.2";
-/// The pod network (the service CIDR may not overlap it).
-pub const POD_NETWORK: &str = "10.244.0.0/16";
-/// The node's share of the pod network.
-pub const NODE_POD_CIDR: &str = "10.244.0.0/24";
 /// The apiserver's port: kubeadm's default.
 pub const APISERVER_PORT: u16 = 6443;
 
+/// One IP family's addresses of the playground.
+struct Family {
+    node_ip: &'static str,
+    pod_network: &'static str,
+    node_pod_cidr: &'static str,
+}
+
+const IPV4: Family = Family {
+    node_ip: "192.168.49.2",
+    pod_network: "10.244.0.0/16",
+    node_pod_cidr: "10.244.0.0/24",
+};
+
+const IPV6: Family = Family {
+    node_ip: "fd00:192:168:49::2",
+    pod_network: "fd00:10:244::/56",
+    node_pod_cidr: "fd00:10:244::/64",
+};
+
+/// The families of the service CIDRs, the primary first (IPv4 for an
+/// empty range: kube-apiserver's fallback is 10.0.0.0/24).
+fn families(service_cidr: &str) -> Vec<&'static Family> {
+    let mut out: Vec<&'static Family> = Vec::new();
+    for entry in service_cidr.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let family = if entry.contains(':') { &IPV6 } else { &IPV4 };
+        if !out.iter().any(|f| std::ptr::eq(*f, family)) {
+            out.push(family);
+        }
+    }
+    if out.is_empty() {
+        out.push(&IPV4);
+    }
+    out
+}
+
 /// The configuration of a playground cluster on `service_cidr` with `seed`.
 pub fn config(service_cidr: &str, seed: u64) -> ClusterConfig {
+    let families = families(service_cidr);
+    let apiserver = match families[0].node_ip {
+        ip if ip.contains(':') => format!("[{ip}]:{APISERVER_PORT}"),
+        ip => format!("{ip}:{APISERVER_PORT}"),
+    };
     ClusterConfig {
         service_cluster_ip_range: service_cidr.to_string(),
         seed,
-        pod_cidrs: vec![POD_NETWORK.to_string()],
-        node_ips: vec![NODE_IP.to_string()],
-        apiservers: vec![format!("{NODE_IP}:{APISERVER_PORT}")],
+        pod_cidrs: families.iter().map(|f| f.pod_network.to_string()).collect(),
+        node_ips: families.iter().map(|f| f.node_ip.to_string()).collect(),
+        apiservers: vec![apiserver],
         ..ClusterConfig::default()
     }
 }
@@ -34,12 +74,22 @@ pub fn config(service_cidr: &str, seed: u64) -> ClusterConfig {
 /// The error is the configuration's (a refused service CIDR, named).
 pub fn cluster(service_cidr: &str, seed: u64) -> Result<ControlPlane, ConfigError> {
     let mut cp = ControlPlane::new(config(service_cidr, seed))?;
-    let node = format!(
-        r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{NODE_NAME}","labels":{{"kubernetes.io/hostname":"{NODE_NAME}"}}}},"spec":{{"podCIDR":"{NODE_POD_CIDR}","podCIDRs":["{NODE_POD_CIDR}"]}},"status":{{"addresses":[{{"type":"InternalIP","address":"{NODE_IP}"}},{{"type":"Hostname","address":"{NODE_NAME}"}}]}}}}"#
-    );
-    // The Node is fixed text that decodes and validates, whatever the
-    // service CIDR: nothing here depends on the caller.
-    for object in parse_manifests(&node).into_iter().flatten() {
+    let families = families(service_cidr);
+    let pod_cidrs: Vec<&str> = families.iter().map(|f| f.node_pod_cidr).collect();
+    let mut addresses: Vec<_> = (families.iter())
+        .map(|f| json!({"type": "InternalIP", "address": f.node_ip}))
+        .collect();
+    addresses.push(json!({"type": "Hostname", "address": NODE_NAME}));
+    let node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": NODE_NAME, "labels": {"kubernetes.io/hostname": NODE_NAME}},
+        "spec": {"podCIDR": pod_cidrs[0], "podCIDRs": pod_cidrs},
+        "status": {"addresses": addresses},
+    });
+    // The Node is built from fixed parts that decode and validate whatever
+    // the service CIDR: nothing here depends on the caller's text.
+    for object in parse_manifests(&node.to_string()).into_iter().flatten() {
         let _ = cp.apply_object(object);
     }
     Ok(cp)
@@ -49,19 +99,36 @@ pub fn cluster(service_cidr: &str, seed: u64) -> Result<ControlPlane, ConfigErro
 mod tests {
     use super::*;
 
+    fn apiservers(cp: &ControlPlane) -> Vec<String> {
+        cp.apiserver_leases()
+            .endpoints()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     #[test]
     fn one_node_and_kubeadms_apiserver_port() {
         let cp = cluster("10.96.0.0/12", 0).unwrap();
         let node = cp.node(NODE_NAME).expect("the node is there");
-        assert_eq!(node.ips(), [NODE_IP]);
-        let endpoints: Vec<String> = cp
-            .apiserver_leases()
-            .endpoints()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(endpoints, ["192.168.49.2:6443"]);
+        assert_eq!(node.ips(), ["192.168.49.2"]);
+        assert_eq!(apiservers(&cp), ["192.168.49.2:6443"]);
         let refused = cluster("10.244.0.0/16", 0).unwrap_err().to_string();
         assert!(refused.contains("10.244.0.0/16"), "{refused}");
+        assert_eq!(
+            cluster("", 0).unwrap().config().service_cidrs[0].to_string(),
+            "10.0.0.0/24"
+        );
+    }
+
+    #[test]
+    fn the_node_has_each_family_of_the_service_cidrs_primary_first() {
+        let dual = cluster("fd00:10:96::/108,10.96.0.0/12", 0).unwrap();
+        let node = dual.node(NODE_NAME).unwrap();
+        assert_eq!(node.ips(), ["fd00:192:168:49::2", "192.168.49.2"]);
+        assert_eq!(node.spec["podCIDRs"], json!(["fd00:10:244::/64", "10.244.0.0/24"]));
+        assert_eq!(apiservers(&dual), ["[fd00:192:168:49::2]:6443"]);
+        let v6 = cluster("fd00:10:96::/112", 0).unwrap();
+        assert_eq!(v6.node(NODE_NAME).unwrap().ips(), ["fd00:192:168:49::2"]);
     }
 }

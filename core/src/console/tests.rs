@@ -179,3 +179,39 @@ fn the_vocabulary_holds_commands_kinds_and_names() {
         assert!(words.iter().any(|w| w == word), "{word} missing from {words:?}");
     }
 }
+
+#[test]
+fn a_selectorless_service_with_a_written_slice_has_no_endpoints_object() {
+    let mut cp = cluster("10.96.0.0/12");
+    let manifest = "apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {ports: [{port: 5432}]}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: db-1, labels: {kubernetes.io/service-name: db}}\naddressType: IPv4\nports: [{port: 5432}]\nendpoints: [{addresses: [10.1.2.3]}]\n";
+    assert!(run(&mut cp, "kubectl apply -f -", Some(manifest)).ok);
+    assert_eq!(
+        text(&mut cp, "kubectl get endpoints db"),
+        "Error from server (NotFound): endpoints \"db\" not found"
+    );
+    assert!(text(&mut cp, "kubectl get endpointslices db-1").contains("10.1.2.3"));
+    let kubernetes_slice = text(&mut cp, "kubectl get endpointslices kubernetes -o yaml");
+    assert!(!kubernetes_slice.contains("skip-mirror"), "{kubernetes_slice}");
+    assert!(
+        text(&mut cp, "kubectl get endpoints kubernetes -o yaml").contains("endpointslice.kubernetes.io/skip-mirror")
+    );
+}
+
+#[test]
+fn refused_requests_are_kept_but_change_nothing() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(&mut cp, "kubectl create svc clusterip web --tcp=80", None);
+    let before = cp.clone();
+    for line in [
+        "kubectl create svc clusterip web --tcp=80",
+        "kubectl delete svc nope",
+        "kubectl create svc clusterip Bad_Name --tcp=80",
+        "simulate unready nope",
+    ] {
+        let outcome = run(&mut cp, line, None);
+        assert_eq!((outcome.ok, outcome.effect), (false, Effect::Read), "{line}");
+    }
+    assert_eq!(cp, before);
+    let partly = run(&mut cp, "kubectl delete svc web nope", None);
+    assert_eq!((partly.ok, partly.effect), (false, Effect::Change));
+}

@@ -2,7 +2,7 @@
 //! as plain data, and their validation.
 
 use crate::apiserver::node_port::PortRange;
-use crate::apiserver::service_cidr::{parse_service_cluster_ip_range, CidrConstraints};
+use crate::apiserver::service_cidr::{parse_service_cluster_ip_range, CidrConstraints, DEFAULT_SERVICE_CIDR};
 use crate::dns::DnsConfig;
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
@@ -117,6 +117,8 @@ pub struct ValidatedConfig {
     pub dns: DnsConfig,
     /// At most this many endpoints per EndpointSlice (1..=1000).
     pub max_endpoints_per_slice: usize,
+    /// What kube-apiserver would warn about at start, in its log.
+    pub warnings: Vec<String>,
 }
 
 impl ClusterConfig {
@@ -166,7 +168,14 @@ impl ClusterConfig {
         if !(1..=MAX_MAX_ENDPOINTS_PER_SLICE).contains(&self.max_endpoints_per_slice) {
             return Err(ConfigError::MaxEndpointsPerSlice(self.max_endpoints_per_slice));
         }
+        let mut warnings = Vec::new();
+        if self.service_cluster_ip_range.trim().is_empty() {
+            warnings.push(format!(
+                "no --service-cluster-ip-range given: kube-apiserver falls back to {DEFAULT_SERVICE_CIDR}, a deprecated default that only fits 254 Services; set the flag"
+            ));
+        }
         Ok(ValidatedConfig {
+            warnings,
             raw: self.clone(),
             service_cidrs,
             node_ports,
@@ -182,6 +191,23 @@ impl ClusterConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_range_falls_back_to_10_0_0_0_24_with_a_warning() {
+        let empty = ClusterConfig {
+            service_cluster_ip_range: " ".into(),
+            ..ClusterConfig::default()
+        };
+        let validated = empty.validate().unwrap();
+        assert_eq!(validated.service_cidrs, ["10.0.0.0/24".parse::<IpNetwork>().unwrap()]);
+        assert_eq!(validated.warnings.len(), 1);
+        assert!(
+            validated.warnings[0].contains("falls back to 10.0.0.0/24"),
+            "{:?}",
+            validated.warnings
+        );
+        assert!(ClusterConfig::default().validate().unwrap().warnings.is_empty());
+    }
 
     #[test]
     fn max_endpoints_per_slice_is_1_to_1000() {
