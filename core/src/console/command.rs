@@ -114,6 +114,15 @@ pub enum Command {
         /// `-n` (default `default`).
         namespace: String,
     },
+    /// `kubectl describe KIND [NAME...]`.
+    Describe {
+        /// The kind.
+        resource: Resource,
+        /// The names asked for (every object when empty).
+        names: Vec<String>,
+        /// `-n` (default `default`).
+        namespace: String,
+    },
     /// `ipvsadm -Ln` (`save: false`) or `ipvsadm-save -n` (`save: true`).
     Ipvsadm {
         /// `ipvsadm-save` rather than `ipvsadm -Ln`.
@@ -158,8 +167,9 @@ pub fn parse(line: &str, stdin: Option<&str>) -> Result<Command, UsageError> {
         "delete" => parse_delete(rest),
         "scale" => parse_scale(rest),
         "get" => parse_get(rest),
+        "describe" => parse_describe(rest),
         other => Err(UsageError::new(format!(
-            "unknown command {other:?} for \"kubectl\" (this console knows create, expose, apply, delete, scale, get)"
+            "unknown command {other:?} for \"kubectl\" (this console knows create, expose, apply, delete, scale, get, describe)"
         ))),
     }
 }
@@ -379,6 +389,28 @@ fn parse_get(args: &[String]) -> Result<Command, UsageError> {
         names,
         output,
         all_namespaces: args.has(&["A", "all-namespaces"]),
+        namespace: args.flag(&["n", "namespace"]).unwrap_or("default").to_string(),
+    })
+}
+
+fn parse_describe(args: &[String]) -> Result<Command, UsageError> {
+    let args = Args::split(args, &[])?;
+    args.only(&["n", "namespace"])?;
+    if args.positional.is_empty() {
+        return Err(UsageError::new(
+            "You must specify the type of resource to describe. Try kubectl describe svc or endpointslices.",
+        ));
+    }
+    let (resource, names) = kind_and_names(&args.positional)?;
+    if !matches!(resource, Resource::Service | Resource::EndpointSlice) {
+        return Err(UsageError::new(format!(
+            "this console describes services and endpointslices, not {}",
+            resource.plural()
+        )));
+    }
+    Ok(Command::Describe {
+        resource,
+        names,
         namespace: args.flag(&["n", "namespace"]).unwrap_or("default").to_string(),
     })
 }

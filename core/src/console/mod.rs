@@ -9,6 +9,7 @@
 //! [`Outcome`].
 
 pub mod command;
+pub mod describe;
 pub mod get;
 pub mod preset;
 pub mod words;
@@ -107,6 +108,7 @@ pub const HELP: &str = "Commands (the same as kubectl's; the default namespace u
   kubectl delete svc|pod|deployment|endpointslice NAME
   kubectl scale deployment NAME --replicas=N
   kubectl get svc|endpoints|endpointslices|pods|deployments|nodes|servicecidrs [NAME] [-o wide|yaml|json|name]
+  kubectl describe svc|endpointslice [NAME]
   ipvsadm -Ln                    the IPVS table kube-proxy programs on the first node
   ipvsadm-save -n                the same, as ipvs-agent plan --format ipvsadm-save
 Playground only:
@@ -174,6 +176,11 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
             let (ok, text) = get::get(cp, &request);
             Outcome::new(ok, text, Effect::Read)
         }
+        Command::Describe {
+            resource,
+            names,
+            namespace,
+        } => describe_objects(cp, resource, &names, &namespace),
         Command::Ipvsadm { save } => ipvsadm(cp, save),
         Command::Readiness { pod, ready } => readiness(cp, &pod, ready),
     }
@@ -380,6 +387,39 @@ fn scale(cp: &mut ControlPlane, name: &str, replicas: i64) -> Outcome {
     };
     deployment["spec"]["replicas"] = replicas.into();
     send(cp, deployment, Some("scaled"))
+}
+
+/// `kubectl describe`: each object's description, a blank line between
+/// them; a `NotFound` line for each name missing.
+fn describe_objects(cp: &ControlPlane, resource: Resource, names: &[String], namespace: &str) -> Outcome {
+    let mut objects = cp.list(resource, Some(namespace));
+    let mut errors = Vec::new();
+    if !names.is_empty() {
+        for name in names {
+            if let Err(e) = cp.get(resource, namespace, name) {
+                errors.push(server_error(&e));
+            }
+        }
+        objects.retain(|o| names.iter().any(|n| n == o.name()));
+    }
+    let texts: Vec<String> = (objects.iter())
+        .filter_map(|o| match o {
+            Object::Service(svc) => Some(describe::service(svc, &describe::slices_of(svc, cp.endpoint_slices()))),
+            Object::EndpointSlice(slice) => Some(describe::endpoint_slice(slice)),
+            _ => None,
+        })
+        .collect();
+    let mut text = texts.join("\n").trim_end().to_string();
+    if objects.is_empty() && names.is_empty() {
+        text = format!("No resources found in {namespace} namespace.");
+    }
+    for e in &errors {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(e);
+    }
+    Outcome::new(errors.is_empty(), text, Effect::Read)
 }
 
 /// The IPVS table of the first node, as `ipvsadm` prints it there.

@@ -215,3 +215,30 @@ fn refused_requests_are_kept_but_change_nothing() {
     let partly = run(&mut cp, "kubectl delete svc web nope", None);
     assert_eq!((partly.ok, partly.effect), (false, Effect::Change));
 }
+
+/// `testdata/describe.yaml` applied to kube-apiserver v1.37.2, then
+/// `kubectl describe svc web` and `kubectl describe endpointslice web-1`
+/// (kubectl v1.37.2) saved as they printed.
+#[test]
+fn describe_prints_what_the_real_kubectl_printed() {
+    let mut cp = cluster("10.96.0.0/12");
+    let applied = run(
+        &mut cp,
+        "kubectl apply -f -",
+        Some(include_str!("testdata/describe.yaml")),
+    );
+    assert!(applied.ok, "{}", applied.text);
+    assert_eq!(
+        text(&mut cp, "kubectl describe svc web"),
+        include_str!("testdata/describe-service.txt").trim_end()
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl describe endpointslice web-1"),
+        include_str!("testdata/describe-endpointslice.txt").trim_end()
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl describe svc nope"),
+        "Error from server (NotFound): services \"nope\" not found"
+    );
+    assert_eq!(run(&mut cp, "kubectl describe pods", None).ok, false);
+}
