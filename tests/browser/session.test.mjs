@@ -41,7 +41,7 @@ test('deployments make pods with sequential IPs from node-1\'s pod range; deleti
   const exposed = s.run('kubectl expose deployment web --port=80 --target-port=8080');
   assert.equal(exposed.text, 'service/web exposed');
   assert.match(exposed.note, /copied the selector app=web from deployment web/);
-  assert.match(s.run('kubectl get endpoints web').text, /^NAME\s+ENDPOINTS\nweb\s+10\.244\.0\.\d:8080,10\.244\.0\.\d:8080,10\.244\.0\.\d:8080$/);
+  assert.match(s.run('kubectl get endpoints web').text, /^Warning: v1 Endpoints is deprecated in v1\.33\+; use discovery\.k8s\.io\/v1 EndpointSlice\nNAME\s+ENDPOINTS\nweb\s+10\.244\.0\.\d:8080,10\.244\.0\.\d:8080,10\.244\.0\.\d:8080$/);
   s.run('kubectl scale deployment web --replicas=1');
   assert.equal(s.pods().length, 1);
   assert.equal(s.run('kubectl delete deployment web').text, 'deployment.apps "web" deleted');

@@ -10,6 +10,11 @@ use crate::kubectl::{endpoint_slices_table, endpoints_table, services_table, ser
 use serde::Serialize;
 use serde_json::{json, Value};
 
+/// The warning kube-apiserver attaches to every `v1/Endpoints` request
+/// (1.33 and later), as kubectl prints it.
+pub const ENDPOINTS_DEPRECATED: &str =
+    "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice";
+
 /// What `kubectl get` asked for.
 pub struct Get<'a> {
     /// The kind.
@@ -47,8 +52,11 @@ pub fn get(cp: &ControlPlane, request: &Get) -> (bool, String) {
         (true, false) => String::new(),
         (false, _) => print(&objects, request),
     };
-    let lines: Vec<&str> = [text.trim_end()]
-        .into_iter()
+    // kube-apiserver sends this warning with every v1 Endpoints request
+    // since 1.33, and kubectl prints it first.
+    let warning = (request.resource == Resource::Endpoints).then_some(ENDPOINTS_DEPRECATED);
+    let lines: Vec<&str> = (warning.into_iter())
+        .chain([text.trim_end()])
         .chain(errors.iter().map(String::as_str))
         .filter(|l| !l.is_empty())
         .collect();

@@ -187,7 +187,10 @@ fn a_selectorless_service_with_a_written_slice_has_no_endpoints_object() {
     assert!(run(&mut cp, "kubectl apply -f -", Some(manifest)).ok);
     assert_eq!(
         text(&mut cp, "kubectl get endpoints db"),
-        "Error from server (NotFound): endpoints \"db\" not found"
+        format!(
+            "{}\nError from server (NotFound): endpoints \"db\" not found",
+            get::ENDPOINTS_DEPRECATED
+        )
     );
     assert!(text(&mut cp, "kubectl get endpointslices db-1").contains("10.1.2.3"));
     let kubernetes_slice = text(&mut cp, "kubectl get endpointslices kubernetes -o yaml");
@@ -241,4 +244,14 @@ fn describe_prints_what_the_real_kubectl_printed() {
         "Error from server (NotFound): services \"nope\" not found"
     );
     assert!(!run(&mut cp, "kubectl describe pods", None).ok);
+}
+
+#[test]
+fn endpoints_come_with_the_apiservers_deprecation_warning() {
+    let mut cp = cluster("10.96.0.0/12");
+    let out = text(&mut cp, "kubectl get endpoints");
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some(get::ENDPOINTS_DEPRECATED));
+    assert!(lines.next().unwrap().starts_with("NAME         ENDPOINTS"), "{out}");
+    assert!(!text(&mut cp, "kubectl get endpointslices").contains("deprecated"));
 }
