@@ -298,6 +298,25 @@ async function main() {
     await page.context().close();
   });
 
+  await test('claim 2: one apiserver, three (HA) or a managed load balancer; a hand-written kubernetes slice is rewritten, and the console says why', async () => {
+    const page = await openPage();
+    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+6443\s+192\.168\.49\.2\s/);
+    await page.selectOption('#control-plane', 'ha');
+    await page.waitForFunction(() => window.playground.session.controlPlane === 'ha');
+    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /6443\s+192\.168\.49\.11,192\.168\.49\.12,192\.168\.49\.13/);
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: kubernetes, namespace: default, labels: {kubernetes.io/service-name: kubernetes}}\naddressType: IPv4\nports: [{name: https, port: 6443, protocol: TCP}]\nendpoints: [{addresses: [10.9.9.9]}]\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    const answer = await page.locator('#console-output .entry').last().innerText();
+    assert.match(answer, /endpointslice\.discovery\.k8s\.io\/kubernetes configured/);
+    assert.match(answer, /endpoint reconciler .* lists 192\.168\.49\.11:6443, 192\.168\.49\.12:6443, 192\.168\.49\.13:6443 again/);
+    await page.selectOption('#control-plane', 'managed');
+    await page.waitForFunction(() => window.playground.session.controlPlane === 'managed');
+    assert.match(await kubectl(page, 'kubectl get endpoints kubernetes'), /kubernetes\s+172\.16\.0\.2:443/);
+    await page.context().close();
+  });
+
   await test('claim 8: dual-stack: a preset, pods with an address of each family, a PreferDualStack Service with IPv6 slices, virtual servers and AAAA records', async () => {
     const page = await openPage();
     await page.click('[data-cidr="10.96.0.0/12,fd00:10:96::/108"]');

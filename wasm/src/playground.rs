@@ -14,12 +14,19 @@ use wasm_bindgen::prelude::*;
 impl Cluster {
     /// The playground's cluster on `serviceClusterIpRange` with `seed`: one
     /// kubeadm node, `node-1` (192.168.49.2, pods from 10.244.0.0/24), and
-    /// its apiserver on 6443. Throws the core's message for a refused range.
+    /// its apiservers as `controlPlane` says: `single` (one on the node,
+    /// port 6443; the default), `ha` (three) or `managed` (one
+    /// load-balancer address on 443). Throws the core's message for a
+    /// refused range.
     pub fn playground(
         #[wasm_bindgen(js_name = serviceClusterIpRange)] service_cluster_ip_range: &str,
         seed: u64,
+        #[wasm_bindgen(js_name = controlPlane)] control_plane: Option<String>,
     ) -> Result<Cluster, JsValue> {
-        console::preset::cluster(service_cluster_ip_range, seed)
+        let word = control_plane.unwrap_or_default();
+        let shape = console::preset::ControlPlaneShape::from_word(&word)
+            .ok_or_else(|| error(&format!("controlPlane {word:?}: must be single, ha or managed")))?;
+        console::preset::cluster(service_cluster_ip_range, seed, shape)
             .map(|cp| Cluster { cp })
             .map_err(|e| error(&e.to_string()))
     }

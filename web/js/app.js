@@ -19,7 +19,7 @@ import { explainCidrError } from './explain.js';
 import { encodeState, decodeState } from './state.js';
 
 const $ = (sel) => document.querySelector(sel);
-const DEFAULT = { cidr: '10.96.0.0/12', seed: 0, history: [] };
+const DEFAULT = { cidr: '10.96.0.0/12', seed: 0, controlPlane: 'single', history: [] };
 
 const app = {
   session: null,
@@ -90,6 +90,7 @@ function startSession(state, { announce = true, note = null } = {}) {
   $('#console-output').replaceChildren();
   $('#cidr-input').value = state.cidr;
   $('#seed-input').value = String(state.seed);
+  $('#control-plane').value = state.controlPlane ?? 'single';
   if (announce) {
     print(null, null, `Cluster started: --service-cluster-ip-range=${state.cidr}, seed ${state.seed}. The kubernetes Service is on ${session.cluster.kubernetesIp}. Type help for the commands.`);
   }
@@ -103,7 +104,7 @@ function startSession(state, { announce = true, note = null } = {}) {
 }
 
 function currentState() {
-  return { cidr: app.session.cidr, seed: app.session.seed, history: app.session.history };
+  return app.session.state();
 }
 
 function saveUrl() {
@@ -274,7 +275,7 @@ function setupCidr() {
       showCidrError(`seed ${JSON.stringify(seedText)}: the seed must be a whole number from 0 to 9007199254740991`);
       return;
     }
-    const state = { cidr, seed: Number(seedText), history: app.session?.history ?? [] };
+    const state = { cidr, seed: Number(seedText), controlPlane: $('#control-plane').value, history: app.session?.history ?? [] };
     try {
       startSession(state, { note: state.history.length ? `Replaying your ${state.history.length} command(s) on the new range:` : null });
       showCidrError(null);
@@ -283,6 +284,7 @@ function setupCidr() {
       $('#cidr-input').focus();
     }
   });
+  $('#control-plane').addEventListener('change', () => form.requestSubmit());
   for (const b of document.querySelectorAll('[data-cidr]')) {
     b.addEventListener('click', () => { $('#cidr-input').value = b.dataset.cidr; form.requestSubmit(); });
   }
@@ -345,7 +347,7 @@ function pushTourEntry(step, first = false) {
 function tourStepBack() {
   const t = app.tour;
   const keep = app.session.history.slice(0, t.marks[t.step]);
-  startSession({ cidr: app.session.cidr, seed: app.session.seed, history: keep }, { announce: true });
+  startSession(app.session.state(keep), { announce: true });
   t.step--;
   showStep();
 }
@@ -418,7 +420,7 @@ function setupActions() {
     setTimeout(() => { status.textContent = ''; }, 4000);
   });
   $('#reset').addEventListener('click', () => {
-    startSession({ cidr: app.session.cidr, seed: app.session.seed, history: [] });
+    startSession(app.session.state([]));
     $('#console-input').focus();
   });
   window.addEventListener('hashchange', () => {

@@ -13,17 +13,24 @@ export class Session {
    * Starts a cluster. Throws the core's message when the service CIDR is
    * refused (`--service-cluster-ip-range ...`).
    */
-  constructor(Cluster, { cidr, seed = 0 }) {
+  constructor(Cluster, { cidr, seed = 0, controlPlane = 'single' }) {
     this.Cluster = Cluster;
     this.cidr = cidr;
     this.seed = seed;
-    this.cluster = Cluster.playground(cidr, BigInt(seed));
+    /** `single`, `ha` or `managed`: where the apiservers run. */
+    this.controlPlane = controlPlane;
+    this.cluster = Cluster.playground(cidr, BigInt(seed), controlPlane);
     /** The node whose IPVS table the views show. */
     this.node = this.cluster.get('nodes')[0]?.metadata.name ?? '';
     /** Commands run, `{ line, stdin? }`, enough to rebuild this state. */
     this.history = [];
     /** Bumped on every change, so views know when to redraw. */
     this.version = 0;
+  }
+
+  /** What rebuilds this session: `{ cidr, seed, controlPlane, history }`. */
+  state(history = this.history) {
+    return { cidr: this.cidr, seed: this.seed, controlPlane: this.controlPlane, history };
   }
 
   /** Runs one command line; `{ ok, text, note?, effect }` as the core answers. */
@@ -56,8 +63,8 @@ export class Session {
 }
 
 /** A session rebuilt from a service CIDR, a seed and a command history. */
-export function replay(Cluster, { cidr, seed, history }) {
-  const s = new Session(Cluster, { cidr, seed });
+export function replay(Cluster, { cidr, seed, controlPlane, history }) {
+  const s = new Session(Cluster, { cidr, seed, controlPlane });
   const transcript = [];
   for (const h of history) transcript.push({ ...h, result: s.run(h.line, h.stdin ?? null) });
   return { session: s, transcript };

@@ -1,5 +1,5 @@
-// The scenario in the address bar: the service CIDR, the seed and the
-// commands run, as base64url JSON after `#s=`. Replaying the commands on the
+// The scenario in the address bar: the service CIDR, the seed, the shape
+// of the control plane and the commands run, as base64url JSON after `#s=`. Replaying the commands on the
 // same range and seed rebuilds the same cluster, addresses included.
 
 const PREFIX = 's=';
@@ -16,10 +16,11 @@ function fromBase64Url(text) {
   return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
 }
 
-/** `{ cidr, seed, history: [{ line, stdin? }] }` → `s=...`. */
-export function encodeState({ cidr, seed, history }) {
+/** `{ cidr, seed, controlPlane?, history: [{ line, stdin? }] }` → `s=...`. */
+export function encodeState({ cidr, seed, controlPlane = 'single', history }) {
   const h = history.map((e) => (e.stdin == null ? e.line : [e.line, e.stdin]));
-  return PREFIX + toBase64Url(JSON.stringify({ c: cidr, s: seed, h }));
+  const p = controlPlane === 'single' ? undefined : controlPlane;
+  return PREFIX + toBase64Url(JSON.stringify({ c: cidr, s: seed, p, h }));
 }
 
 /** The inverse of encodeState; null for anything else. */
@@ -28,8 +29,9 @@ export function decodeState(hash) {
   try {
     const v = JSON.parse(fromBase64Url(hash.slice(PREFIX.length)));
     if (typeof v.c !== 'string' || !Number.isSafeInteger(v.s) || !Array.isArray(v.h)) return null;
+    if (v.p !== undefined && typeof v.p !== 'string') return null;
     const history = v.h.map((e) => (typeof e === 'string' ? { line: e } : { line: String(e[0]), stdin: String(e[1]) }));
-    return { cidr: v.c, seed: v.s, history };
+    return { cidr: v.c, seed: v.s, controlPlane: v.p ?? 'single', history };
   } catch {
     return null;
   }

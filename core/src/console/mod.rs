@@ -187,17 +187,43 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
 }
 
 fn apply(cp: &mut ControlPlane, manifest: &str) -> Outcome {
+    let mut reconciled = false;
     let lines: Vec<Result<String, String>> = match cp.apply_manifest(manifest) {
-        Ok(results) => results
-            .into_iter()
-            .map(|r| r.map(|a| a.kubectl_line()).map_err(|e| server_error(&e)))
+        Ok(results) => (results.into_iter())
+            .map(|r| {
+                r.map(|a| {
+                    reconciled |= is_kubernetes_endpoints(&a.object);
+                    a.kubectl_line()
+                })
+                .map_err(|e| server_error(&e))
+            })
             .collect(),
         Err(e) => vec![Err(server_error(&e))],
     };
     let ok = lines.iter().all(Result::is_ok);
     let effect = changed_if(lines.iter().any(Result::is_ok));
     let text: Vec<String> = lines.into_iter().map(|l| l.unwrap_or_else(|e| e)).collect();
-    Outcome::new(ok, text.join("\n"), effect)
+    let outcome = Outcome::new(ok, text.join("\n"), effect);
+    if !reconciled {
+        return outcome;
+    }
+    let endpoints: Vec<String> = cp
+        .apiserver_leases()
+        .endpoints()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    outcome.with_note(format!(
+        "default/kubernetes belongs to kube-apiserver: its endpoint reconciler writes it from the apiservers' leases and rewrites any other content (within seconds on a real cluster, at once here), so it lists {} again. To change it, change the apiservers.",
+        endpoints.join(", ")
+    ))
+}
+
+/// The `kubernetes` Service's Endpoints or EndpointSlice in `default`.
+fn is_kubernetes_endpoints(object: &Object) -> bool {
+    matches!(object.resource(), Resource::Endpoints | Resource::EndpointSlice)
+        && object.namespace() == "default"
+        && object.name() == "kubernetes"
 }
 
 /// `Change` when something was stored or deleted, else `Read`.

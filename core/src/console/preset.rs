@@ -18,6 +18,51 @@ pub const NODE_NAME: &str = "node-1";
 /// The apiserver's port: kubeadm's default.
 pub const APISERVER_PORT: u16 = 6443;
 
+/// Where the cluster's apiservers run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ControlPlaneShape {
+    /// One apiserver on `node-1`, port 6443 (kubeadm's single node).
+    #[default]
+    Single,
+    /// Three apiservers on three control-plane machines (192.168.49.11 to
+    /// .13, or the IPv6 ones), port 6443: kubeadm's highly available setup.
+    HighlyAvailable,
+    /// A managed cluster: one load-balancer address (172.16.0.2, or
+    /// fd00:172:16::2) on 443 in front of apiservers the user never sees.
+    Managed,
+}
+
+impl ControlPlaneShape {
+    /// `single`, `ha` or `managed`; `None` for another word.
+    pub fn from_word(word: &str) -> Option<Self> {
+        match word {
+            "single" | "" => Some(Self::Single),
+            "ha" => Some(Self::HighlyAvailable),
+            "managed" => Some(Self::Managed),
+            _ => None,
+        }
+    }
+
+    /// The apiserver endpoints for a cluster whose primary family is `v6`.
+    fn apiservers(self, family: &Family) -> Vec<String> {
+        let join = |ip: &str, port: u16| match ip.contains(':') {
+            true => format!("[{ip}]:{port}"),
+            false => format!("{ip}:{port}"),
+        };
+        let v6 = family.node_ip.contains(':');
+        match self {
+            Self::Single => vec![join(family.node_ip, APISERVER_PORT)],
+            Self::HighlyAvailable => (11..=13)
+                .map(|host| match v6 {
+                    true => join(&format!("fd00:192:168:49::{host:x}"), APISERVER_PORT),
+                    false => join(&format!("192.168.49.{host}"), APISERVER_PORT),
+                })
+                .collect(),
+            Self::Managed => vec![join(if v6 { "fd00:172:16::2" } else { "172.16.0.2" }, 443)],
+        }
+    }
+}
+
 /// One IP family's addresses of the playground.
 struct Family {
     node_ip: &'static str,
@@ -53,27 +98,24 @@ fn families(service_cidr: &str) -> Vec<&'static Family> {
     out
 }
 
-/// The configuration of a playground cluster on `service_cidr` with `seed`.
-pub fn config(service_cidr: &str, seed: u64) -> ClusterConfig {
+/// The configuration of a playground cluster on `service_cidr` with `seed`
+/// and its control plane of `shape`.
+pub fn config(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> ClusterConfig {
     let families = families(service_cidr);
-    let apiserver = match families[0].node_ip {
-        ip if ip.contains(':') => format!("[{ip}]:{APISERVER_PORT}"),
-        ip => format!("{ip}:{APISERVER_PORT}"),
-    };
     ClusterConfig {
         service_cluster_ip_range: service_cidr.to_string(),
         seed,
         pod_cidrs: families.iter().map(|f| f.pod_network.to_string()).collect(),
         node_ips: families.iter().map(|f| f.node_ip.to_string()).collect(),
-        apiservers: vec![apiserver],
+        apiservers: shape.apiservers(families[0]),
         ..ClusterConfig::default()
     }
 }
 
 /// A playground cluster: the control plane of [`config`] with its Node.
 /// The error is the configuration's (a refused service CIDR, named).
-pub fn cluster(service_cidr: &str, seed: u64) -> Result<ControlPlane, ConfigError> {
-    let mut cp = ControlPlane::new(config(service_cidr, seed))?;
+pub fn cluster(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> Result<ControlPlane, ConfigError> {
+    let mut cp = ControlPlane::new(config(service_cidr, seed, shape))?;
     let families = families(service_cidr);
     let pod_cidrs: Vec<&str> = families.iter().map(|f| f.node_pod_cidr).collect();
     let mut addresses: Vec<_> = (families.iter())
@@ -109,26 +151,48 @@ mod tests {
 
     #[test]
     fn one_node_and_kubeadms_apiserver_port() {
-        let cp = cluster("10.96.0.0/12", 0).unwrap();
+        let cp = cluster("10.96.0.0/12", 0, ControlPlaneShape::Single).unwrap();
         let node = cp.node(NODE_NAME).expect("the node is there");
         assert_eq!(node.ips(), ["192.168.49.2"]);
         assert_eq!(apiservers(&cp), ["192.168.49.2:6443"]);
-        let refused = cluster("10.244.0.0/16", 0).unwrap_err().to_string();
+        let refused = cluster("10.244.0.0/16", 0, ControlPlaneShape::Single)
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("10.244.0.0/16"), "{refused}");
         assert_eq!(
-            cluster("", 0).unwrap().config().service_cidrs[0].to_string(),
+            cluster("", 0, ControlPlaneShape::Single)
+                .unwrap()
+                .config()
+                .service_cidrs[0]
+                .to_string(),
             "10.0.0.0/24"
         );
     }
 
     #[test]
     fn the_node_has_each_family_of_the_service_cidrs_primary_first() {
-        let dual = cluster("fd00:10:96::/108,10.96.0.0/12", 0).unwrap();
+        let dual = cluster("fd00:10:96::/108,10.96.0.0/12", 0, ControlPlaneShape::Single).unwrap();
         let node = dual.node(NODE_NAME).unwrap();
         assert_eq!(node.ips(), ["fd00:192:168:49::2", "192.168.49.2"]);
         assert_eq!(node.spec["podCIDRs"], json!(["fd00:10:244::/64", "10.244.0.0/24"]));
         assert_eq!(apiservers(&dual), ["[fd00:192:168:49::2]:6443"]);
-        let v6 = cluster("fd00:10:96::/112", 0).unwrap();
+        let v6 = cluster("fd00:10:96::/112", 0, ControlPlaneShape::Single).unwrap();
         assert_eq!(v6.node(NODE_NAME).unwrap().ips(), ["fd00:192:168:49::2"]);
+    }
+
+    #[test]
+    fn ha_lists_three_apiservers_and_managed_one_load_balancer() {
+        let ha = cluster("10.96.0.0/12", 0, ControlPlaneShape::HighlyAvailable).unwrap();
+        assert_eq!(
+            apiservers(&ha),
+            ["192.168.49.11:6443", "192.168.49.12:6443", "192.168.49.13:6443"]
+        );
+        let managed = cluster("fd00:10:96::/112", 0, ControlPlaneShape::Managed).unwrap();
+        assert_eq!(apiservers(&managed), ["[fd00:172:16::2]:443"]);
+        assert_eq!(
+            ControlPlaneShape::from_word("ha"),
+            Some(ControlPlaneShape::HighlyAvailable)
+        );
+        assert_eq!(ControlPlaneShape::from_word("three"), None);
     }
 }

@@ -4,7 +4,7 @@
 use super::*;
 
 fn cluster(range: &str) -> ControlPlane {
-    preset::cluster(range, 0).unwrap()
+    preset::cluster(range, 0, preset::ControlPlaneShape::Single).unwrap()
 }
 
 fn text(cp: &mut ControlPlane, line: &str) -> String {
@@ -254,4 +254,20 @@ fn endpoints_come_with_the_apiservers_deprecation_warning() {
     assert_eq!(lines.next(), Some(get::ENDPOINTS_DEPRECATED));
     assert!(lines.next().unwrap().starts_with("NAME         ENDPOINTS"), "{out}");
     assert!(!text(&mut cp, "kubectl get endpointslices").contains("deprecated"));
+}
+
+#[test]
+fn a_hand_written_kubernetes_slice_is_rewritten_and_the_console_says_why() {
+    let mut cp = preset::cluster("10.96.0.0/12", 0, preset::ControlPlaneShape::HighlyAvailable).unwrap();
+    let slice = "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: kubernetes, namespace: default, labels: {kubernetes.io/service-name: kubernetes}}\naddressType: IPv4\nports: [{name: https, port: 6443, protocol: TCP}]\nendpoints: [{addresses: [10.9.9.9]}]\n";
+    let outcome = run(&mut cp, "kubectl apply -f -", Some(slice));
+    assert!(outcome.ok, "{}", outcome.text);
+    let note = outcome.note.expect("a note");
+    assert!(
+        note.contains("192.168.49.11:6443, 192.168.49.12:6443, 192.168.49.13:6443"),
+        "{note}"
+    );
+    let kept = text(&mut cp, "kubectl get endpointslices kubernetes");
+    assert!(kept.contains("192.168.49.11,192.168.49.12,192.168.49.13"), "{kept}");
+    assert!(!kept.contains("10.9.9.9"), "{kept}");
 }
