@@ -444,6 +444,10 @@ async function main() {
     await page.keyboard.type('kubectl get endpointsl');
     await page.keyboard.press('Tab');
     assert.equal(await page.inputValue('#console-input'), 'kubectl get endpointslice');
+    // Nothing more to add: a second Tab lists the candidates.
+    await page.keyboard.press('Tab');
+    assert.match(await page.locator('#console-output .entry').last().innerText(), /Tab: endpointslices/);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'console-input');
     await page.keyboard.press('Control+A');
     await page.keyboard.press('Backspace');
     await page.keyboard.type('kubectl apply -f -');

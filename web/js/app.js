@@ -185,8 +185,16 @@ function complete(input) {
   let common = options[0];
   for (const o of options) while (!o.startsWith(common)) common = common.slice(0, -1);
   const add = (options.length === 1 ? options[0] + (options[0].endsWith('=') ? '' : ' ') : common).slice(word.length);
-  if (!add) return;
-  input.setRangeText(add, input.selectionStart, input.selectionStart, 'end');
+  if (add) {
+    input.setRangeText(add, input.selectionStart, input.selectionStart, 'end');
+    return;
+  }
+  // No word to add: list the candidates once, as a shell does on a second
+  // Tab; another Tab on the same line then leaves the console as usual.
+  if (app.listedFor === input.value) return false;
+  app.listedFor = input.value;
+  print(null, null, `Tab: ${options.join('  ')}`);
+  return true;
 }
 
 function setupConsole() {
@@ -212,8 +220,8 @@ function setupConsole() {
       e.preventDefault();
     } else if (e.key === 'Tab' && input.value.trim() && !e.shiftKey) {
       const before = input.value;
-      complete(input);
-      if (input.value !== before) e.preventDefault();
+      const listed = complete(input);
+      if (listed || input.value !== before) e.preventDefault();
     } else if (e.key === 'l' && e.ctrlKey) {
       e.preventDefault();
       $('#console-output').replaceChildren();
