@@ -5,10 +5,12 @@
 //! value of the wrong type names the field it was found in. The parts of a
 //! Pod or Node svcnet does not interpret (container images, probes, node
 //! capacity, ...) are the exception: they are kept as given, so that
-//! `kubectl get pod -o yaml` output applies unchanged; typos in the typed
-//! parts (the object's top level, `metadata`, a Service, an EndpointSlice)
-//! are still reported.
+//! `kubectl get pod -o yaml` output applies unchanged (a Deployment's Pod
+//! template and status likewise); typos in the typed parts (the object's
+//! top level, `metadata`, a Service, an EndpointSlice, a Deployment's
+//! `spec`) are still reported.
 
+use super::deployment::Deployment;
 use super::endpoint_slice::EndpointSlice;
 use super::endpoints::Endpoints;
 use super::limits::{check_file_size, LimitError, MAX_ALIAS_EXPANSION, MAX_OBJECTS};
@@ -38,6 +40,8 @@ pub enum Object {
     EndpointSlice(Box<EndpointSlice>),
     /// A `v1/Endpoints`, written by hand for a Service without a selector.
     Endpoints(Box<Endpoints>),
+    /// An `apps/v1/Deployment`.
+    Deployment(Box<Deployment>),
 }
 
 impl Object {
@@ -50,6 +54,7 @@ impl Object {
             Object::Node(_) => Resource::Node,
             Object::EndpointSlice(_) => Resource::EndpointSlice,
             Object::Endpoints(_) => Resource::Endpoints,
+            Object::Deployment(_) => Resource::Deployment,
         }
     }
 
@@ -67,6 +72,7 @@ impl Object {
             Object::Node(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
             Object::Endpoints(o) => &o.metadata,
+            Object::Deployment(o) => &o.metadata,
         }
     }
 
@@ -79,6 +85,7 @@ impl Object {
             Object::Node(o) => &mut o.metadata,
             Object::EndpointSlice(o) => &mut o.metadata,
             Object::Endpoints(o) => &mut o.metadata,
+            Object::Deployment(o) => &mut o.metadata,
         }
     }
 
@@ -91,6 +98,7 @@ impl Object {
             Object::Node(o) => &o.metadata.name,
             Object::EndpointSlice(o) => &o.metadata.name,
             Object::Endpoints(o) => &o.metadata.name,
+            Object::Deployment(o) => &o.metadata.name,
         }
     }
 
@@ -102,6 +110,7 @@ impl Object {
             Object::Pod(o) => o.metadata.namespace_or_default(),
             Object::EndpointSlice(o) => o.metadata.namespace_or_default(),
             Object::Endpoints(o) => o.metadata.namespace_or_default(),
+            Object::Deployment(o) => o.metadata.namespace_or_default(),
             Object::ServiceCidr(_) | Object::Node(_) => "",
         }
     }
@@ -323,6 +332,9 @@ fn decode_with(value: serde_json::Value, paths: Paths) -> Result<Object, String>
         }
         ("v1", "Endpoints") => {
             strict::<Endpoints>(value, &kind, &version, paths).map(|e| Object::Endpoints(Box::new(e)))
+        }
+        ("apps/v1", "Deployment") => {
+            strict::<Deployment>(value, &kind, &version, paths).map(|d| Object::Deployment(Box::new(d)))
         }
         _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
     }
