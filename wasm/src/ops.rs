@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use svcnet_core::api::{Resource, Service};
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane, Snapshot};
-use svcnet_core::kubectl::{endpoint_slices_table, endpoints_table, services_table};
+use svcnet_core::kubectl::{deployments_table, endpoint_slices_table, endpoints_table, services_table};
 use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -184,7 +184,7 @@ pub fn kubectl_get_services(cp: &ControlPlane, all_namespaces: bool, namespace: 
     services_table(&services, all_namespaces)
 }
 
-/// `kubectl get endpoints` / `kubectl get endpointslices` tables, like
+/// `kubectl get endpoints` / `endpointslices` / `deployments` tables, like
 /// [`kubectl_get_services`].
 pub fn kubectl_get(cp: &ControlPlane, kind: &str, all_namespaces: bool, namespace: &str) -> Result<String, String> {
     let in_ns = |ns: &str| all_namespaces || ns == namespace;
@@ -204,6 +204,13 @@ pub fn kubectl_get(cp: &ControlPlane, kind: &str, all_namespaces: bool, namespac
                 .filter(|s| in_ns(s.metadata.namespace_or_default()))
                 .collect();
             Ok(endpoint_slices_table(&slices, all_namespaces))
+        }
+        Resource::Deployment => {
+            let deployments: Vec<_> = cp
+                .deployments()
+                .filter(|d| in_ns(d.metadata.namespace_or_default()))
+                .collect();
+            Ok(deployments_table(&deployments, all_namespaces, false))
         }
         other => Err(format!("no table for {} here", other.plural())),
     }
