@@ -364,9 +364,11 @@ fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &s
     }
 }
 
-/// serde_ignored prints list indexes as `.0`; Kubernetes prints `[0]`.
+/// serde_ignored prints list indexes as `.0` and the inside of an
+/// optional field as `.?`; Kubernetes prints `[0]` and nothing.
 fn go_path(path: &str) -> String {
     path.split('.')
+        .filter(|seg| *seg != "?")
         .map(|seg| {
             if seg.chars().all(|c| c.is_ascii_digit()) {
                 format!("[{seg}]")
@@ -510,6 +512,39 @@ mod tests {
         // Services stay fully strict.
         let svc = err("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {selektor: {app: a}}\n");
         assert!(svc.ends_with("unknown field \"spec.selektor\""), "{svc}");
+    }
+
+    #[test]
+    fn deployments_keep_their_fields_and_still_name_typos() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  revisionHistoryLimit: 10\n  strategy: {type: Recreate}\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {dnsPolicy: ClusterFirst, containers: [{name: c, image: nginx, resources: {}}]}\nstatus: {replicas: 9, conditions: [{type: Available, status: \"True\"}]}\n";
+        let objs = parse_manifests(text).unwrap();
+        let Object::Deployment(d) = &objs[0] else {
+            panic!("not a Deployment: {objs:?}");
+        };
+        assert_eq!(objs[0].kubectl_resource(), "deployment.apps");
+        assert_eq!((d.spec.replicas, d.spec.revision_history_limit), (Some(2), Some(10)));
+        assert_eq!(d.spec.strategy.as_ref().unwrap()["type"], "Recreate");
+        assert_eq!(d.spec.template.spec.extra["dnsPolicy"], "ClusterFirst");
+        assert_eq!(d.spec.template.spec.containers[0].extra["image"], "nginx");
+        assert_eq!(d.status.replicas, 9);
+        let err = |text: &str| parse_manifests(text).unwrap_err().message();
+        let prefix = "Deployment in version \"apps/v1\" cannot be handled as a Deployment: strict decoding error: ";
+        assert_eq!(
+            err(&text.replace("replicas: 2", "replica: 2")),
+            format!("{prefix}unknown field \"spec.replica\"")
+        );
+        assert_eq!(
+            err(&text.replace("matchLabels", "matchLabel")),
+            format!("{prefix}unknown field \"spec.selector.matchLabel\"")
+        );
+        assert_eq!(
+            err(&text.replace("status:", "stats:")),
+            format!("{prefix}unknown field \"stats\"")
+        );
+        assert_eq!(
+            parse_manifests(&text.replace("apps/v1", "v1")).unwrap_err().message(),
+            "no matches for kind \"Deployment\" in version \"v1\""
+        );
     }
 
     #[test]

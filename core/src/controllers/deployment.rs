@@ -13,7 +13,7 @@
 //!   selector are not adopted);
 //! - the plan: Pods to delete (every Pod of an older template, and the
 //!   excess when scaled down, in the ReplicaSet controller's order) and
-//!   how many to create;
+//!   how many to create (at most [`BURST_REPLICAS`] per run);
 //! - the status counts.
 //!
 //! Differences from Kubernetes, on purpose:
@@ -41,6 +41,12 @@ pub const TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
 
 /// The characters Kubernetes' generated names and hashes are made of.
 pub const ALPHABET: &[u8; 27] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// At most this many Pods are created for one Deployment per run (the
+/// ReplicaSet controller's `burstReplicas`); the next run creates more.
+/// It also bounds the work one `kubectl scale --replicas=2000000000` can
+/// cause.
+pub const BURST_REPLICAS: usize = 500;
 
 /// Longest base kept before a generated 5-character suffix.
 const MAX_GENERATED_BASE: usize = 58;
@@ -185,7 +191,8 @@ pub struct Plan {
 
 /// The plan for `d`, whose Pods are `owned` (terminating ones are left
 /// out of every count): Pods of another template go, then the current
-/// template's are scaled to `spec.replicas`.
+/// template's are scaled to `spec.replicas` (at most [`BURST_REPLICAS`]
+/// more at a time).
 pub fn plan(d: &Deployment, owned: &[&Pod]) -> Plan {
     let hash = template_hash(d);
     let live: Vec<&Pod> = owned.iter().copied().filter(|p| !p.is_terminating()).collect();
@@ -200,7 +207,7 @@ pub fn plan(d: &Deployment, owned: &[&Pod]) -> Plan {
     }
     Plan {
         delete,
-        create: want.saturating_sub(current.len()),
+        create: want.saturating_sub(current.len()).min(BURST_REPLICAS),
     }
 }
 
@@ -338,6 +345,7 @@ mod tests {
         );
         assert_eq!(order(2, &mut d).delete, ["pending", "unready"]);
         assert_eq!(order(4, &mut d), Plan::default());
+        assert_eq!(order(i32::MAX, &mut d).create, BURST_REPLICAS);
         assert_eq!(
             order(6, &mut d),
             Plan {
