@@ -231,8 +231,10 @@ impl ControlPlane {
             }
         };
         let node_name = node.metadata.name.clone();
+        // Every address a Pod holds, whatever its Node: a Pod a user
+        // applied without a Node may hold one of this Node's addresses.
         let in_use: BTreeSet<IpAddr> = (self.pods.values())
-            .filter(|p| p.spec.node_name.as_deref() == Some(node_name.as_str()) && !p.is_terminal())
+            .filter(|p| !p.is_terminal())
             .flat_map(Pod::ips)
             .filter_map(|ip| ip.parse().ok())
             .collect();

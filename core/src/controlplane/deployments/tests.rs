@@ -361,3 +361,17 @@ fn snapshots_keep_deployments_and_the_address_cursors() {
     let snapshot: crate::controlplane::Snapshot = serde_json::from_value(old).unwrap();
     assert_eq!(ControlPlane::restore(snapshot).unwrap().deployments().count(), 0);
 }
+
+#[test]
+fn addresses_held_by_any_pod_are_skipped() {
+    let loose = "apiVersion: v1\nkind: Pod\nmetadata: {name: loose}\nspec: {containers: [{name: c}]}\nstatus: {phase: Running, podIPs: [{ip: 10.244.1.2}]}\n";
+    let cp = cluster(&format!(
+        "{NODE}---\n{loose}---\n{}",
+        WEB.replace("replicas: 3", "replicas: 1")
+    ));
+    let ours: Vec<String> = (cp.pods())
+        .filter(|p| p.metadata.name != "loose")
+        .flat_map(Pod::ips)
+        .collect();
+    assert_eq!(ours, ["10.244.1.3"]);
+}
