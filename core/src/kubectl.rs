@@ -6,12 +6,15 @@
 //! - endpoints: NAME, ENDPOINTS (the first three `ip:port`, then
 //!   ` + N more...`);
 //! - endpointslices: NAME, ADDRESSTYPE, PORTS, ENDPOINTS (three of each,
-//!   then ` + N more...`; `<unset>` when empty).
+//!   then ` + N more...`; `<unset>` when empty);
+//! - deployments: NAME, READY, UP-TO-DATE, AVAILABLE (and with `-o wide`
+//!   CONTAINERS, IMAGES, SELECTOR).
 //!
 //! AGE is left out: the core has no wall clock.
 
 use crate::api::endpoint_slice::{EndpointPort, EndpointSlice};
 use crate::api::service::{types, Service};
+use crate::api::Deployment;
 use crate::api::Endpoints;
 use std::net::IpAddr;
 
@@ -111,6 +114,42 @@ pub fn endpoint_slices_table(slices: &[&EndpointSlice], all_namespaces: bool) ->
         ];
         if all_namespaces {
             row.insert(0, slice.metadata.namespace_or_default().to_string());
+        }
+        rows.push(row);
+    }
+    table(&rows)
+}
+
+/// `kubectl get deployments` (with `wide`, `-o wide`) for these
+/// Deployments: READY is ready Pods over `spec.replicas`.
+pub fn deployments_table(deployments: &[&Deployment], all_namespaces: bool, wide: bool) -> String {
+    let mut header = vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE"];
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    if wide {
+        header.extend(["CONTAINERS", "IMAGES", "SELECTOR"]);
+    }
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for d in deployments {
+        let mut row = vec![
+            d.metadata.name.clone(),
+            format!("{}/{}", d.status.ready_replicas, d.replicas()),
+            d.status.updated_replicas.to_string(),
+            d.status.available_replicas.to_string(),
+        ];
+        if all_namespaces {
+            row.insert(0, d.metadata.namespace_or_default().to_string());
+        }
+        if wide {
+            let containers = &d.spec.template.spec.containers;
+            let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+            let images: Vec<&str> = containers
+                .iter()
+                .map(|c| c.extra.get("image").and_then(|i| i.as_str()).unwrap_or_default())
+                .collect();
+            let selector = d.spec.selector.as_ref().map_or("<none>".into(), |s| s.to_text());
+            row.extend([names.join(","), images.join(","), selector]);
         }
         rows.push(row);
     }

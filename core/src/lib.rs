@@ -13,14 +13,18 @@
 //!   service CIDR validation, ClusterIP and NodePort allocation, admission
 //!   (defaulting and validation), the `kubernetes` Service and repair.
 //! - [`controllers`]: what kube-controller-manager computes: the
-//!   EndpointSlice controller and the legacy Endpoints view.
-//! - [`controlplane`]: the state that takes Service, Pod, Node and
-//!   EndpointSlice create/update/delete, ties the allocators together and
-//!   runs the controllers.
+//!   Deployment controller, the EndpointSlice controller and the legacy
+//!   Endpoints view.
+//! - [`controlplane`]: the state that takes Service, Deployment, Pod, Node
+//!   and EndpointSlice create/update/delete, ties the allocators together
+//!   and runs the controllers.
+//! - [`scheduler`] and [`cni`]: where a Deployment's Pod runs and the
+//!   address the node's host-local IPAM gives it.
 //! - [`dns`]: DNS records per the Kubernetes DNS specification.
 //! - [`kubelet`]: what the kubelet computes for a Pod: the Service
 //!   environment variables.
-//! - [`kubectl`]: `kubectl get` tables (Services, Endpoints, EndpointSlices).
+//! - [`kubectl`]: `kubectl get` tables (Services, Endpoints, EndpointSlices,
+//!   Deployments).
 //! - [`proxy`]: what kube-proxy's IPVS mode computes on one node: endpoint
 //!   selection, the desired IPVS table, the plan that reaches it from the
 //!   kernel's table (with graceful termination) and `ipvsadm` rendering.
@@ -29,6 +33,7 @@
 
 pub mod api;
 pub mod apiserver;
+pub mod cni;
 pub mod console;
 pub mod controllers;
 pub mod controlplane;
@@ -40,4 +45,5 @@ pub mod kubelet;
 pub mod proxy;
 pub mod rng;
 pub mod scenario;
+pub mod scheduler;
 pub mod time;

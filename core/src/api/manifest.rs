@@ -5,10 +5,12 @@
 //! value of the wrong type names the field it was found in. The parts of a
 //! Pod or Node svcnet does not interpret (container images, probes, node
 //! capacity, ...) are the exception: they are kept as given, so that
-//! `kubectl get pod -o yaml` output applies unchanged; typos in the typed
-//! parts (the object's top level, `metadata`, a Service, an EndpointSlice)
-//! are still reported.
+//! `kubectl get pod -o yaml` output applies unchanged (a Deployment's Pod
+//! template and status likewise); typos in the typed parts (the object's
+//! top level, `metadata`, a Service, an EndpointSlice, a Deployment's
+//! `spec`) are still reported.
 
+use super::deployment::Deployment;
 use super::endpoint_slice::EndpointSlice;
 use super::endpoints::Endpoints;
 use super::limits::{check_file_size, LimitError, MAX_ALIAS_EXPANSION, MAX_OBJECTS};
@@ -38,6 +40,8 @@ pub enum Object {
     EndpointSlice(Box<EndpointSlice>),
     /// A `v1/Endpoints`, written by hand for a Service without a selector.
     Endpoints(Box<Endpoints>),
+    /// An `apps/v1/Deployment`.
+    Deployment(Box<Deployment>),
 }
 
 impl Object {
@@ -50,6 +54,7 @@ impl Object {
             Object::Node(_) => Resource::Node,
             Object::EndpointSlice(_) => Resource::EndpointSlice,
             Object::Endpoints(_) => Resource::Endpoints,
+            Object::Deployment(_) => Resource::Deployment,
         }
     }
 
@@ -67,6 +72,7 @@ impl Object {
             Object::Node(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
             Object::Endpoints(o) => &o.metadata,
+            Object::Deployment(o) => &o.metadata,
         }
     }
 
@@ -79,6 +85,7 @@ impl Object {
             Object::Node(o) => &mut o.metadata,
             Object::EndpointSlice(o) => &mut o.metadata,
             Object::Endpoints(o) => &mut o.metadata,
+            Object::Deployment(o) => &mut o.metadata,
         }
     }
 
@@ -91,6 +98,7 @@ impl Object {
             Object::Node(o) => &o.metadata.name,
             Object::EndpointSlice(o) => &o.metadata.name,
             Object::Endpoints(o) => &o.metadata.name,
+            Object::Deployment(o) => &o.metadata.name,
         }
     }
 
@@ -102,6 +110,7 @@ impl Object {
             Object::Pod(o) => o.metadata.namespace_or_default(),
             Object::EndpointSlice(o) => o.metadata.namespace_or_default(),
             Object::Endpoints(o) => o.metadata.namespace_or_default(),
+            Object::Deployment(o) => o.metadata.namespace_or_default(),
             Object::ServiceCidr(_) | Object::Node(_) => "",
         }
     }
@@ -324,6 +333,9 @@ fn decode_with(value: serde_json::Value, paths: Paths) -> Result<Object, String>
         ("v1", "Endpoints") => {
             strict::<Endpoints>(value, &kind, &version, paths).map(|e| Object::Endpoints(Box::new(e)))
         }
+        ("apps/v1", "Deployment") => {
+            strict::<Deployment>(value, &kind, &version, paths).map(|d| Object::Deployment(Box::new(d)))
+        }
         _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
     }
 }
@@ -352,9 +364,11 @@ fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &s
     }
 }
 
-/// serde_ignored prints list indexes as `.0`; Kubernetes prints `[0]`.
+/// serde_ignored prints list indexes as `.0` and the inside of an
+/// optional field as `.?`; Kubernetes prints `[0]` and nothing.
 fn go_path(path: &str) -> String {
     path.split('.')
+        .filter(|seg| *seg != "?")
         .map(|seg| {
             if seg.chars().all(|c| c.is_ascii_digit()) {
                 format!("[{seg}]")
@@ -498,6 +512,39 @@ mod tests {
         // Services stay fully strict.
         let svc = err("apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {selektor: {app: a}}\n");
         assert!(svc.ends_with("unknown field \"spec.selektor\""), "{svc}");
+    }
+
+    #[test]
+    fn deployments_keep_their_fields_and_still_name_typos() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  revisionHistoryLimit: 10\n  strategy: {type: Recreate}\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {dnsPolicy: ClusterFirst, containers: [{name: c, image: nginx, resources: {}}]}\nstatus: {replicas: 9, conditions: [{type: Available, status: \"True\"}]}\n";
+        let objs = parse_manifests(text).unwrap();
+        let Object::Deployment(d) = &objs[0] else {
+            panic!("not a Deployment: {objs:?}");
+        };
+        assert_eq!(objs[0].kubectl_resource(), "deployment.apps");
+        assert_eq!((d.spec.replicas, d.spec.revision_history_limit), (Some(2), Some(10)));
+        assert_eq!(d.spec.strategy.as_ref().unwrap()["type"], "Recreate");
+        assert_eq!(d.spec.template.spec.extra["dnsPolicy"], "ClusterFirst");
+        assert_eq!(d.spec.template.spec.containers[0].extra["image"], "nginx");
+        assert_eq!(d.status.replicas, 9);
+        let err = |text: &str| parse_manifests(text).unwrap_err().message();
+        let prefix = "Deployment in version \"apps/v1\" cannot be handled as a Deployment: strict decoding error: ";
+        assert_eq!(
+            err(&text.replace("replicas: 2", "replica: 2")),
+            format!("{prefix}unknown field \"spec.replica\"")
+        );
+        assert_eq!(
+            err(&text.replace("matchLabels", "matchLabel")),
+            format!("{prefix}unknown field \"spec.selector.matchLabel\"")
+        );
+        assert_eq!(
+            err(&text.replace("status:", "stats:")),
+            format!("{prefix}unknown field \"stats\"")
+        );
+        assert_eq!(
+            parse_manifests(&text.replace("apps/v1", "v1")).unwrap_err().message(),
+            "no matches for kind \"Deployment\" in version \"v1\""
+        );
     }
 
     #[test]

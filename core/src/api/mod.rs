@@ -1,10 +1,12 @@
 //! Kubernetes-shaped objects, as `kubectl` users write them: Service,
-//! ServiceCIDR, Pod, Node, EndpointSlice, and the derived `v1/Endpoints`.
+//! ServiceCIDR, Pod, Node, Deployment, EndpointSlice, and the derived
+//! `v1/Endpoints`.
 //!
 //! The types serialise to the JSON/YAML Kubernetes uses (camelCase,
 //! `apiVersion`, `kind`, `metadata`, `spec`, `status`). [`manifest`] turns
 //! YAML or JSON text, one or many documents, into [`Object`]s.
 
+pub mod deployment;
 pub mod endpoint_slice;
 pub mod endpoints;
 pub mod limits;
@@ -17,6 +19,7 @@ pub mod service;
 pub mod service_cidr;
 pub mod value;
 
+pub use deployment::Deployment;
 pub use endpoint_slice::EndpointSlice;
 pub use endpoints::Endpoints;
 pub use manifest::{parse_manifests, Object};

@@ -6,7 +6,9 @@
 use super::command::Output;
 use crate::api::{Object, Pod, Resource};
 use crate::controlplane::{ApiError, ControlPlane};
-use crate::kubectl::{endpoint_slices_table, endpoints_table, services_table, services_table_wide, table};
+use crate::kubectl::{
+    deployments_table, endpoint_slices_table, endpoints_table, services_table, services_table_wide, table,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -146,7 +148,7 @@ fn tables(objects: &[Object], request: &Get) -> String {
             rows.extend((of!(ServiceCidr).into_iter()).map(|c| cells(&[&c.metadata.name, &c.spec.cidrs.join(",")])));
             table(&rows)
         }
-        Resource::Deployment => String::new(),
+        Resource::Deployment => deployments_table(&of!(Deployment), all, wide),
     }
 }
 

@@ -271,3 +271,105 @@ fn a_hand_written_kubernetes_slice_is_rewritten_and_the_console_says_why() {
     assert!(kept.contains("192.168.49.11,192.168.49.12,192.168.49.13"), "{kept}");
     assert!(!kept.contains("10.9.9.9"), "{kept}");
 }
+
+fn pod_ips(cp: &ControlPlane) -> Vec<String> {
+    let mut ips: Vec<String> = cp.pods().flat_map(|p| p.ips()).collect();
+    ips.sort();
+    ips
+}
+
+#[test]
+fn deployments_make_pods_in_order_and_replace_a_deleted_one() {
+    let mut cp = cluster("10.96.0.0/12");
+    assert_eq!(
+        text(
+            &mut cp,
+            "kubectl create deployment web --image=nginx --replicas=3 --port=8080"
+        ),
+        "deployment.apps/web created"
+    );
+    assert_eq!(pod_ips(&cp), ["10.244.0.2", "10.244.0.3", "10.244.0.4"]);
+    let victim = cp.pods().next().unwrap().metadata.name.clone();
+    assert_eq!(
+        text(&mut cp, &format!("kubectl delete pod {victim}")),
+        format!("pod \"{victim}\" deleted")
+    );
+    assert_eq!(cp.pods().count(), 3);
+    assert!(
+        pod_ips(&cp).contains(&"10.244.0.5".to_string()),
+        "the replacement gets the next address"
+    );
+    let exposed = run(
+        &mut cp,
+        "kubectl expose deployment web --port=80 --target-port=8080",
+        None,
+    );
+    assert_eq!(exposed.text, "service/web exposed");
+    assert!(exposed
+        .note
+        .unwrap()
+        .contains("copied the selector app=web from deployment web"));
+    let endpoints = text(&mut cp, "kubectl get endpoints web");
+    assert_eq!(
+        endpoints.lines().nth(2).unwrap().matches(":8080").count(),
+        3,
+        "{endpoints}"
+    );
+    let deployments = text(&mut cp, "kubectl get deployments");
+    assert_eq!(
+        deployments
+            .lines()
+            .nth(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["web", "3/3", "3", "3"])
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl scale deployment web --replicas=1"),
+        "deployment.apps/web scaled"
+    );
+    assert_eq!(cp.pods().count(), 1);
+    assert_eq!(
+        text(&mut cp, "kubectl delete deployment web"),
+        "deployment.apps \"web\" deleted"
+    );
+    assert_eq!(cp.pods().count(), 0);
+    assert_eq!(
+        text(&mut cp, "kubectl create deployment web --image=nginx"),
+        "deployment.apps/web created"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl create deployment web --image=nginx"),
+        "Error from server (AlreadyExists): deployments.apps \"web\" already exists"
+    );
+}
+
+#[test]
+fn an_unready_pod_leaves_the_ipvs_table_but_stays_in_its_slice() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(
+        &mut cp,
+        "kubectl create deployment web --image=nginx --replicas=2",
+        None,
+    );
+    run(&mut cp, "kubectl expose deployment web --port=80", None);
+    let ip = cp.service("default", "web").unwrap().spec.cluster_ip.clone();
+    let reals = |cp: &ControlPlane| {
+        let table = cp.node_ipvs_table(preset::NODE_NAME).unwrap();
+        (table.virtual_servers.iter())
+            .find(|(k, _)| k.to_string().contains(&format!("{ip}:80")))
+            .map_or(0, |(_, vs)| vs.real_servers.len())
+    };
+    assert_eq!(reals(&cp), 2);
+    let pod = cp.pods().next().unwrap().metadata.name.clone();
+    assert!(text(&mut cp, &format!("simulate unready {pod}")).ends_with("Ready=False"));
+    assert_eq!(reals(&cp), 1);
+    let in_slices: usize = cp
+        .endpoint_slices()
+        .filter(|s| s.metadata.name.starts_with("web-"))
+        .map(|s| s.endpoints.len())
+        .sum();
+    assert_eq!(in_slices, 2);
+    assert_eq!(cp.pods().count(), 2, "an unready pod is not replaced");
+    run(&mut cp, &format!("simulate ready {pod}"), None);
+    assert_eq!(reals(&cp), 2);
+}

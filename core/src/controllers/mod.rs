@@ -1,6 +1,8 @@
 //! What kube-controller-manager computes from Services and Pods, as pure
 //! functions over plain data:
 //!
+//! - [`deployment`]: the Deployment (and ReplicaSet) controller: the Pods a
+//!   Deployment should have.
 //! - [`endpointslice`]: the EndpointSlice controller: the Pods a Service
 //!   selects become the endpoints of its EndpointSlices.
 //! - [`endpoints`]: the legacy `v1/Endpoints` view of a Service, derived
@@ -9,8 +11,10 @@
 //!   Service without a selector, mirrored into EndpointSlices.
 //!
 //! The control plane ([`crate::controlplane`]) runs them whenever Services,
-//! Pods, Nodes or EndpointSlices change and stores what they return.
+//! Pods, Nodes, Deployments or EndpointSlices change and stores what they
+//! return.
 
+pub mod deployment;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod endpointslice_mirroring;

@@ -83,6 +83,7 @@ impl ControlPlane {
             Object::Node(node) => self.apply_node(*node),
             Object::EndpointSlice(slice) => self.apply_endpoint_slice(*slice),
             Object::Endpoints(endpoints) => self.apply_endpoints(*endpoints),
+            Object::Deployment(d) => self.apply_deployment(*d),
         }
     }
 
@@ -117,6 +118,7 @@ impl ControlPlane {
             Object::Node(_) => self.node(name).is_some(),
             Object::EndpointSlice(_) => self.endpoint_slice(namespace, name).is_some(),
             Object::Endpoints(_) => self.written_endpoints.contains_key(&(namespace.into(), name.into())),
+            Object::Deployment(_) => self.deployment(namespace, name).is_some(),
         }
     }
 
@@ -146,10 +148,9 @@ impl ControlPlane {
             Resource::Endpoints => self
                 .delete_endpoints(namespace, name)
                 .map(|e| Object::Endpoints(Box::new(e))),
-            Resource::Deployment => Err(ApiError::NotFound {
-                resource: resource.qualified_plural().to_string(),
-                name: name.to_string(),
-            }),
+            Resource::Deployment => self
+                .delete_deployment(namespace, name)
+                .map(|d| Object::Deployment(Box::new(d))),
         }
     }
 }

@@ -3,8 +3,9 @@
 //! only those. The Services a change can reach are found first (a Service
 //! itself; the Service an EndpointSlice is labelled with, before and after;
 //! every Service of a Pod's namespace; every Service for a Node or
-//! ServiceCIDR), their state is copied, and compared after the change, so
-//! the cost follows the change rather than the cluster.
+//! ServiceCIDR, or for a Pod or Deployment once there are Deployments),
+//! their state is copied, and compared after the change, so the cost
+//! follows the change rather than the cluster.
 
 use super::{ControlPlane, ObjectKey, ObjectRef};
 use crate::api::manifest::Object;
@@ -52,9 +53,13 @@ impl ControlPlane {
                 Object::Endpoints(e) => {
                     keys.insert((namespace, e.metadata.name.clone()));
                 }
-                Object::Pod(_) => {
+                // With Deployments, a Pod's change can let a Pending Pod
+                // of any namespace get an address (or a Node's worth of
+                // Pods move), so every Service may change.
+                Object::Pod(_) | Object::Deployment(_) if self.deployments.is_empty() => {
                     namespaces.insert(namespace);
                 }
+                Object::Pod(_) | Object::Deployment(_) => return Watch::All,
                 Object::Node(_) | Object::ServiceCidr(_) => return Watch::All,
             }
         }
@@ -64,7 +69,7 @@ impl ControlPlane {
                     keys.insert((gone.namespace.clone(), gone.name.clone()));
                 }
                 "EndpointSlice" => slice(&mut keys, &gone.namespace, &gone.name),
-                "Pod" => {
+                "Pod" if self.deployments.is_empty() => {
                     namespaces.insert(gone.namespace.clone());
                 }
                 _ => return Watch::All,

@@ -55,6 +55,8 @@ impl ApiError {
         let kind = match kind {
             "EndpointSlice" => "EndpointSlice.discovery.k8s.io",
             "ServiceCIDR" => "ServiceCIDR.networking.k8s.io",
+            "Deployment" => "Deployment.apps",
+            "Scale" => "Scale.autoscaling",
             core => core,
         };
         ApiError::Invalid {

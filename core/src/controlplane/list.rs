@@ -32,7 +32,10 @@ impl ControlPlane {
             Resource::ServiceCidr => (self.service_cidrs())
                 .map(|c| Object::ServiceCidr(Box::new(c.clone())))
                 .collect(),
-            Resource::Deployment => Vec::new(),
+            Resource::Deployment => (self.deployments())
+                .filter(|d| in_ns(d.metadata.namespace_or_default()))
+                .map(|d| Object::Deployment(Box::new(d.clone())))
+                .collect(),
         }
     }
 

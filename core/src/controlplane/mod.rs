@@ -1,12 +1,15 @@
 //! The control plane: the state that takes Kubernetes objects and runs
 //! what kube-apiserver runs on them.
 //!
-//! [`ControlPlane`] owns the Services, the extra ServiceCIDRs, the Pods,
-//! Nodes and EndpointSlices, the ClusterIP and NodePort allocators, the
-//! allocation generator, the apiserver leases and the repair loop's leak
-//! counters. It runs the EndpointSlice controller
+//! [`ControlPlane`] owns the Services, the extra ServiceCIDRs, the
+//! Deployments, Pods, Nodes and EndpointSlices, the ClusterIP and NodePort
+//! allocators, the allocation generator, the Nodes' pod address cursors,
+//! the apiserver leases and the repair loop's leak counters. It runs the
+//! Deployment controller ([`crate::controllers::deployment`]) whenever
+//! Deployments, Pods or Nodes change, and the EndpointSlice controller
 //! ([`crate::controllers::endpointslice`]) whenever Services, Pods, Nodes,
-//! EndpointSlices or leases change, so its slices are always current. It
+//! EndpointSlices or leases change, so its Pods and slices are always
+//! current. It
 //! is plain data: every operation is a method call with its inputs (time
 //! included), and the whole state round-trips through
 //! [`ControlPlane::snapshot`] and [`ControlPlane::restore`].
@@ -14,6 +17,7 @@
 pub mod apply;
 mod changes;
 pub mod config;
+pub mod deployments;
 pub mod endpoints;
 pub mod error;
 pub mod list;
@@ -33,11 +37,12 @@ pub use prune::{ObjectRef, SetOutcome};
 use slice_store::SliceStore;
 pub use snapshot::Snapshot;
 
-use crate::api::{EndpointSlice, Endpoints, Node, ObjectMeta, Pod, Service, ServiceCidr};
+use crate::api::{Deployment, EndpointSlice, Endpoints, Node, ObjectMeta, Pod, Service, ServiceCidr};
 use crate::apiserver::cluster_ip::ClusterIpAllocator;
 use crate::apiserver::kubernetes_service::{kubernetes_service, ApiserverLeases};
 use crate::apiserver::node_port::NodePortAllocator;
 use crate::apiserver::repair::LeakTracker;
+use crate::cni::HostLocalIpam;
 use crate::dns::{self, DnsRecord};
 use crate::family::IpFamily;
 use crate::rng::Rng;
@@ -59,8 +64,11 @@ pub struct ControlPlane {
     service_cidrs: BTreeMap<String, ServiceCidr>,
     /// The `kubernetes` ServiceCIDR: the flag's ranges.
     default_service_cidr: ServiceCidr,
+    deployments: BTreeMap<ObjectKey, Deployment>,
     pods: BTreeMap<ObjectKey, Pod>,
     nodes: BTreeMap<String, Node>,
+    /// host-local's last address per Node and pod CIDR.
+    pod_ipam: HostLocalIpam,
     endpoint_slices: SliceStore,
     /// `v1/Endpoints` written by users (for Services without a selector).
     written_endpoints: BTreeMap<ObjectKey, Endpoints>,
@@ -91,8 +99,10 @@ impl ControlPlane {
             services: BTreeMap::new(),
             service_cidrs: BTreeMap::new(),
             default_service_cidr,
+            deployments: BTreeMap::new(),
             pods: BTreeMap::new(),
             nodes: BTreeMap::new(),
+            pod_ipam: HostLocalIpam::default(),
             endpoint_slices: SliceStore::default(),
             written_endpoints: BTreeMap::new(),
             cluster_ips,

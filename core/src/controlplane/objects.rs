@@ -1,6 +1,7 @@
 //! Pods, Nodes and user-supplied EndpointSlices: stored as given (with
 //! defaults and a few of kube-apiserver's checks), replaced on apply, and
-//! followed by the EndpointSlice controller.
+//! followed by the EndpointSlice controller (and, for Pods and Nodes, the
+//! Deployment controller).
 //!
 //! An apply replaces the whole object (what kubectl's last-applied merge
 //! gives for these kinds in practice); the uid and resourceVersion are the
@@ -79,6 +80,7 @@ impl ControlPlane {
         let old = self.pods.insert(key, pod.clone());
         if action != ApplyAction::Unchanged {
             self.sync_pod_services(old.as_ref(), Some(&pod));
+            self.run_deployment_controller();
         }
         Ok(Applied {
             action,
@@ -106,6 +108,7 @@ impl ControlPlane {
         self.nodes.insert(key, node.clone());
         if action != ApplyAction::Unchanged {
             self.sync_all_slices();
+            self.run_deployment_controller();
         }
         Ok(Applied {
             action,
@@ -150,13 +153,17 @@ impl ControlPlane {
             .remove(&(namespace.to_string(), name.to_string()))
             .ok_or_else(|| not_found("pods", name))?;
         self.sync_pod_services(Some(&pod), None);
+        self.run_deployment_controller();
         Ok(pod)
     }
 
     /// Deletes a Node; every Service's slices follow.
     pub fn delete_node(&mut self, name: &str) -> Result<Node, ApiError> {
         let node = self.nodes.remove(name).ok_or_else(|| not_found("nodes", name))?;
+        self.pod_ipam
+            .retain_nodes(&self.nodes.keys().map(String::as_str).collect());
         self.sync_all_slices();
+        self.run_deployment_controller();
         Ok(node)
     }
 

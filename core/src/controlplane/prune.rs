@@ -1,11 +1,12 @@
 //! Declarative apply, as `kubectl apply --prune` does it: the control plane
 //! made to hold exactly a given set of objects, beside the ones it makes
 //! itself (the `kubernetes` Service and its EndpointSlice, the EndpointSlice
-//! controller's slices). The agent runs its manifest files through this.
+//! controller's slices, the Deployment controller's Pods). The agent runs its manifest files through this.
 
 use super::{ApiError, Applied, ControlPlane, ObjectKey};
 use crate::api::manifest::Object;
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use crate::controllers::deployment::owns;
 use crate::controllers::endpointslice_mirroring::is_mirrored;
 use std::borrow::Borrow;
 use std::collections::BTreeSet;
@@ -62,6 +63,7 @@ fn apply_rank(object: &Object) -> u8 {
         Object::Service(_) => 2,
         Object::EndpointSlice(_) | Object::Endpoints(_) => 3,
         Object::Pod(_) => 4,
+        Object::Deployment(_) => 5,
     }
 }
 
@@ -70,7 +72,7 @@ fn delete_rank(object: &ObjectRef) -> u8 {
     match object.kind {
         "Service" => 0,
         "EndpointSlice" | "Endpoints" => 1,
-        "Pod" => 2,
+        "Deployment" | "Pod" => 2,
         "Node" => 3,
         _ => 4,
     }
@@ -80,8 +82,8 @@ impl ControlPlane {
     /// Every object a user created, in the order they can be deleted:
     /// Services (all but `default/kubernetes`), user-supplied
     /// EndpointSlices (not the controllers', not `kubernetes`'), written
-    /// Endpoints, Pods, Nodes, then ServiceCIDRs (which cannot go while
-    /// Services use them).
+    /// Endpoints, Deployments, Pods (not those a Deployment owns), Nodes,
+    /// then ServiceCIDRs (which cannot go while Services use them).
     pub fn user_objects(&self) -> Vec<ObjectRef> {
         let mut out: Vec<ObjectRef> = self
             .services
@@ -102,7 +104,17 @@ impl ControlPlane {
                 .keys()
                 .map(|(ns, name)| ObjectRef::new("Endpoints", ns, name)),
         );
-        out.extend(self.pods.keys().map(|(ns, name)| ObjectRef::new("Pod", ns, name)));
+        out.extend(
+            self.deployments
+                .keys()
+                .map(|(ns, name)| ObjectRef::new("Deployment", ns, name)),
+        );
+        out.extend(
+            self.pods
+                .iter()
+                .filter(|(_, pod)| !self.deployments().any(|d| owns(d, pod)))
+                .map(|((ns, name), _)| ObjectRef::new("Pod", ns, name)),
+        );
         out.extend(self.nodes.keys().map(|name| ObjectRef::new("Node", "", name)));
         out.extend(
             self.service_cidrs
@@ -114,8 +126,8 @@ impl ControlPlane {
 
     /// Makes the user objects exactly `objects`: deletes the user objects
     /// the set does not name, then applies the set, ServiceCIDRs first,
-    /// then Nodes, Services, EndpointSlices and Endpoints, and Pods (each kind in the
-    /// order given). All or nothing: when an object is refused, the
+    /// then Nodes, Services, EndpointSlices and Endpoints, Pods, and
+    /// Deployments (each kind in the order given). All or nothing: when an object is refused, the
     /// control plane is left as it was and the error comes back with the
     /// index of that object in `objects`.
     pub fn apply_set<O: Borrow<Object>>(&mut self, objects: &[O]) -> Result<SetOutcome, (usize, ApiError)> {

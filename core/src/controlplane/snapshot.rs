@@ -7,11 +7,12 @@
 //! the current range".
 
 use super::{ClusterConfig, ConfigError, ControlPlane};
-use crate::api::{EndpointSlice, Endpoints, Node, Pod, Service, ServiceCidr};
+use crate::api::{Deployment, EndpointSlice, Endpoints, Node, Pod, Service, ServiceCidr};
 use crate::apiserver::cluster_ip::{ClusterIpAllocator, ClusterIpSnapshot};
 use crate::apiserver::kubernetes_service::ApiserverLeases;
 use crate::apiserver::node_port::{NodePortAllocator, NodePortSnapshot};
 use crate::apiserver::repair::{repair_cluster_ips, LeakTracker, RepairEvent};
+use crate::cni::HostLocalIpam;
 use crate::rng::Rng;
 use crate::time::Time;
 use ipnetwork::IpNetwork;
@@ -30,6 +31,9 @@ pub struct Snapshot {
     /// ServiceCIDR objects beyond the configured range.
     #[serde(default)]
     pub service_cidrs: Vec<ServiceCidr>,
+    /// Every Deployment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deployments: Vec<Deployment>,
     /// Every Pod.
     #[serde(default)]
     pub pods: Vec<Pod>,
@@ -49,6 +53,10 @@ pub struct Snapshot {
     pub node_ports: NodePortSnapshot,
     /// The allocation generator, so allocations continue identically.
     pub rng: Rng,
+    /// host-local's cursors on every Node, so Pod addresses continue
+    /// identically.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub pod_ipam: HostLocalIpam,
     /// Apiserver leases.
     #[serde(default)]
     pub leases: ApiserverLeases,
@@ -71,6 +79,10 @@ fn one() -> u64 {
     1
 }
 
+fn is_default(ipam: &HostLocalIpam) -> bool {
+    *ipam == HostLocalIpam::default()
+}
+
 /// Why a snapshot could not be restored.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum RestoreError {
@@ -86,7 +98,9 @@ impl ControlPlane {
     /// The whole state as data.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
+            deployments: self.deployments.values().cloned().collect(),
             pods: self.pods.values().cloned().collect(),
+            pod_ipam: self.pod_ipam.clone(),
             nodes: self.nodes.values().cloned().collect(),
             endpoint_slices: self.endpoint_slices.values().cloned().collect(),
             endpoints: self.written_endpoints.values().cloned().collect(),
@@ -94,7 +108,8 @@ impl ControlPlane {
         }
     }
 
-    /// The state without Pods, Nodes and EndpointSlices: the Services and
+    /// The state without Deployments, Pods, Nodes and EndpointSlices (nor
+    /// the pod address cursors): the Services and
     /// ServiceCIDRs with the allocators, which is what keeps ClusterIPs and
     /// NodePorts across a restart when the workloads come back from
     /// elsewhere (the agent re-reads them from its manifests). Much smaller
@@ -104,6 +119,7 @@ impl ControlPlane {
             config: self.config.raw.clone(),
             services: self.services().cloned().collect(),
             service_cidrs: self.service_cidrs.values().cloned().collect(),
+            deployments: Vec::new(),
             pods: Vec::new(),
             nodes: Vec::new(),
             endpoint_slices: Vec::new(),
@@ -111,6 +127,7 @@ impl ControlPlane {
             cluster_ips: self.cluster_ips.snapshot(),
             node_ports: self.node_ports.snapshot(),
             rng: self.rng.clone(),
+            pod_ipam: HostLocalIpam::default(),
             leases: self.leases.clone(),
             leaks: self.leaks.clone(),
             now: self.now,
@@ -128,9 +145,9 @@ impl ControlPlane {
 
     /// Rebuilds a control plane from a snapshot under `config` (as the
     /// agent does when restarted with its flags). The ranges must match.
-    /// The EndpointSlice controller then runs over the restored objects, so
-    /// a snapshot written before slices existed gets them; a current one
-    /// comes back unchanged.
+    /// The EndpointSlice and Deployment controllers then run over the
+    /// restored objects, so a snapshot written before slices existed gets
+    /// them; a current one comes back unchanged.
     pub fn restore_with_config(config: ClusterConfig, snapshot: Snapshot) -> Result<ControlPlane, RestoreError> {
         let mut cp = ControlPlane::new(config)?;
         let mut cidrs = cp.config.service_cidrs.clone();
@@ -185,6 +202,11 @@ impl ControlPlane {
             }
         }
         let namespaced = |namespace: &str, name: &str| (namespace.to_string(), name.to_string());
+        cp.deployments = snapshot
+            .deployments
+            .into_iter()
+            .map(|d| (namespaced(d.metadata.namespace_or_default(), &d.metadata.name), d))
+            .collect();
         cp.pods = snapshot
             .pods
             .into_iter()
@@ -206,6 +228,7 @@ impl ControlPlane {
             .map(|e| (namespaced(e.metadata.namespace_or_default(), &e.metadata.name), e))
             .collect();
         cp.rng = snapshot.rng;
+        cp.pod_ipam = snapshot.pod_ipam;
         cp.leases = snapshot.leases;
         cp.leaks = snapshot.leaks;
         cp.now = snapshot.now;
@@ -213,6 +236,7 @@ impl ControlPlane {
         cp.next_generated_name = snapshot.next_generated_name;
         cp.ensure_kubernetes_service();
         cp.sync_all_slices();
+        cp.run_deployment_controller();
         Ok(cp)
     }
 

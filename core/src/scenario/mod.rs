@@ -77,7 +77,9 @@ pub enum Action {
     Apply(String),
     /// `kubectl delete`; output: the deleted object.
     Delete(ObjectRef),
-    /// `kubectl get` (Service, ServiceCIDR, Pod, Node, EndpointSlice;
+    /// `kubectl scale deployment`; output: the Deployment.
+    Scale(Scale),
+    /// `kubectl get` (Service, ServiceCIDR, Pod, Node, Deployment, EndpointSlice;
     /// `endpoints` gives the `kubernetes` apiserver addresses); output: the
     /// object, or the list when no name is given.
     Get(ObjectRef),
@@ -134,6 +136,19 @@ pub struct ObjectRef {
     /// Name; `get` without it lists.
     #[serde(default)]
     pub name: Option<String>,
+}
+
+/// See [`Action::Scale`].
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scale {
+    /// Namespace (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The Deployment's name.
+    pub name: String,
+    /// The new `spec.replicas`.
+    pub replicas: i32,
 }
 
 /// See [`Action::CreateServices`].
@@ -421,6 +436,10 @@ fn perform(
                 r.name.as_deref().unwrap_or_default(),
             );
             ("delete", res.map(|o| to_value(&o)).map_err(|e| (None, e.to_string())))
+        }
+        Action::Scale(r) => {
+            let res = cp.scale(r.namespace.as_deref().unwrap_or("default"), &r.name, r.replicas);
+            ("scale", res.map(|d| to_value(&d)).map_err(|e| (None, e.to_string())))
         }
         Action::Get(r) => ("get", get(cp, r)),
         Action::CreateServices(c) => ("createServices", create_services(cp, c)),

@@ -3,9 +3,11 @@
 //! kube-apiserver fills in defaults ([`defaults`]), validates the object
 //! ([`validation`], with field-path errors), and settles `ipFamilyPolicy` and
 //! `ipFamilies` against the cluster's configured families
-//! ([`ip_families`]) before any address is allocated.
+//! ([`ip_families`]) before any address is allocated. Deployments are
+//! validated by [`deployment`].
 
 pub mod defaults;
+pub mod deployment;
 pub mod endpoints;
 pub mod ip_families;
 pub mod metadata;
