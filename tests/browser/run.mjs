@@ -142,7 +142,10 @@ async function main() {
     await page.click('#tour-start');
     const step = () => page.locator('#tour-count').innerText();
     assert.match(await step(), /step 1 of 9/i);
-    assert.match(await page.locator('#console-output').innerText(), /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
+    const first = await page.locator('#console-output').innerText();
+    assert.match(first, /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
+    assert.match(first, /kube-system\s+kube-dns\s+ClusterIP\s+10\.96\.0\.10\s+<none>\s+53\/UDP,53\/TCP,9153\/TCP/, 'kubeadm\'s kube-dns on the tenth address');
+    assert.match(await page.locator('#tour-body').innerText(), /192\.168\.49\.2:6443 \(kubeadm's default port, 6443\)/);
     await page.click('#tour-next'); // create svc test
     const [expected] = coreClusterIps(['10.96.0.0/12', 0], ['test']);
     const testIp = await page.locator('#view-services [data-service="test"] .cluster-ip').innerText();
@@ -473,19 +476,20 @@ async function main() {
     await tab(page, 'walk');
     const backends = () => page.locator('#walk-backends .backend').evaluateAll((els) => els.map((e) => e.dataset.backend));
     const first = await backends();
-    assert.deepEqual(first, ['10.244.0.2', '10.244.0.3']);
+    // CoreDNS holds .2 and .3 from the start, as on a kubeadm node.
+    assert.deepEqual(first, ['10.244.0.4', '10.244.0.5']);
     await page.click('#walk-send');
     const a = await page.locator('#walk-hops').innerText();
     await page.click('#walk-send');
     const b = await page.locator('#walk-hops').innerText();
     assert.notEqual(a, b, 'round robin: two requests, two pods');
     await page.locator('#walk-backends .backend').first().getByRole('button', { name: 'Delete' }).click();
-    assert.deepEqual(await backends(), ['10.244.0.3', '10.244.0.4'], 'the Deployment replaced the pod, with a new IP');
+    assert.deepEqual(await backends(), ['10.244.0.5', '10.244.0.6'], 'the Deployment replaced the pod, with a new IP');
     await page.locator('#walk-backends .backend').first().getByRole('button', { name: 'Make unready' }).click();
     assert.match(await page.locator('#view-walk .hint').first().innerText(), /^1 real server/);
     for (let i = 0; i < 2; i++) {
       await page.click('#walk-send');
-      assert.match(await page.locator('#walk-hops').innerText(), /dst 10\.244\.0\.4:80/);
+      assert.match(await page.locator('#walk-hops').innerText(), /dst 10\.244\.0\.6:80/);
     }
     await kubectl(page, 'kubectl scale deployment web --replicas=0');
     await page.click('#walk-send');
@@ -497,7 +501,7 @@ async function main() {
     const page = await openPage();
     await kubectl(page, 'kubectl create deployment db --image=postgres --replicas=1 --port=5432');
     await kubectl(page, 'kubectl expose deployment db --port=5432');
-    assert.match(await kubectl(page, 'kubectl get endpoints db'), /NAME\s+ENDPOINTS\ndb\s+10\.244\.0\.2:5432/);
+    assert.match(await kubectl(page, 'kubectl get endpoints db'), /NAME\s+ENDPOINTS\ndb\s+10\.244\.0\.4:5432/);
     assert.match(await kubectl(page, 'kubectl get endpointslices'), /NAME\s+ADDRESSTYPE\s+PORTS\s+ENDPOINTS/);
     assert.match(await kubectl(page, 'kubectl get pods'), /NAME\s+READY\s+STATUS\s+RESTARTS\ndb-\w+-\w+\s+1\/1\s+Running\s+0/);
     const yaml = await kubectl(page, 'kubectl get svc db -o yaml');

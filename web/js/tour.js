@@ -39,10 +39,10 @@ const firstPod = (session, dep) => session.podsOf(dep)[0] ?? 'test';
 /** Steps: `title`, `body(session)` (HTML), `commands(session)`, `view`. */
 export const STEPS = [
   {
-    title: 'A fresh cluster already has one Service',
-    commands: () => ['kubectl get svc'],
+    title: 'A fresh cluster already has two Services',
+    commands: () => ['kubectl get svc', 'kubectl get svc -A'],
     view: 'services',
-    body: (s) => `<p>The cluster starts on the service CIDR <code>10.96.0.0/12</code> (kubeadm's default). It already has one Service, <code>kubernetes</code>: the API server itself. Its ClusterIP is <code>${ip(s, 'kubernetes')}</code>, the <b>first address</b> of the range. That is a rule: the first address always belongs to <code>kubernetes</code>, which is why pods can count on it.</p>`,
+    body: (s) => `<p>The cluster starts on the service CIDR <code>10.96.0.0/12</code> (kubeadm's default). In <code>default</code> it already has one Service, <code>kubernetes</code>: the API server itself, whose endpoint is the apiserver on the node at <code>${s.cluster.kubernetesEndpoints().join(', ')}</code> (kubeadm's default port, 6443). Its ClusterIP is <code>${ip(s, 'kubernetes')}</code>, the <b>first address</b> of the range. That is a rule: the first address always belongs to <code>kubernetes</code>, which is why pods can count on it. <code>kubectl get svc -A</code> shows the other one kubeadm installs: <code>kube-dns</code> in <code>kube-system</code>, on the <b>tenth</b> address, in front of two CoreDNS pods.</p>`,
   },
   {
     title: 'Create a Service: it gets an address from the range',

@@ -12,6 +12,7 @@
 use crate::api::parse_manifests;
 use crate::controlplane::{ClusterConfig, ConfigError, ControlPlane};
 use serde_json::json;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The node's name.
 pub const NODE_NAME: &str = "node-1";
@@ -129,12 +130,79 @@ pub fn cluster(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> Resul
         "spec": {"podCIDR": pod_cidrs[0], "podCIDRs": pod_cidrs},
         "status": {"addresses": addresses},
     });
-    // The Node is built from fixed parts that decode and validate whatever
-    // the service CIDR: nothing here depends on the caller's text.
-    for object in parse_manifests(&node.to_string()).into_iter().flatten() {
-        let _ = cp.apply_object(object);
+    let mut objects = vec![node];
+    if let Some(dns_ip) = tenth_address(&cp) {
+        objects.extend(cluster_dns(&dns_ip));
+    }
+    // These objects are built from fixed parts and the cluster's own
+    // addresses, so they decode and validate whatever the caller gave.
+    for object in objects {
+        for decoded in parse_manifests(&object.to_string()).into_iter().flatten() {
+            let _ = cp.apply_object(decoded);
+        }
     }
     Ok(cp)
+}
+
+/// kubeadm's cluster DNS address: the tenth address of the primary service
+/// CIDR, when the range holds one.
+fn tenth_address(cp: &ControlPlane) -> Option<String> {
+    let primary = cp.config().service_cidrs.first()?;
+    let tenth = match primary.network() {
+        IpAddr::V4(net) => IpAddr::V4(Ipv4Addr::from(u32::from(net).checked_add(10)?)),
+        IpAddr::V6(net) => IpAddr::V6(Ipv6Addr::from(u128::from(net).checked_add(10)?)),
+    };
+    // The range must hold it with room after it (16 addresses or more).
+    let max_prefix = if tenth.is_ipv4() { 32 } else { 128 };
+    let room = primary.contains(tenth) && max_prefix - primary.prefix() >= 4;
+    room.then(|| tenth.to_string())
+}
+
+/// The `kube-dns` Service on `ip` and the `coredns` Deployment, as kubeadm
+/// installs them.
+fn cluster_dns(ip: &str) -> [serde_json::Value; 2] {
+    let labels = json!({"k8s-app": "kube-dns"});
+    let service = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "kube-dns",
+            "namespace": "kube-system",
+            "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
+            "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"},
+        },
+        "spec": {
+            "clusterIP": ip,
+            "selector": labels,
+            "ports": [
+                {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                {"name": "metrics", "port": 9153, "protocol": "TCP", "targetPort": 9153},
+            ],
+        },
+    });
+    let deployment = json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "coredns", "namespace": "kube-system", "labels": labels},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{
+                    "name": "coredns",
+                    "image": "registry.k8s.io/coredns/coredns:v1.12.1",
+                    "ports": [
+                        {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+                        {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
+                        {"name": "metrics", "containerPort": 9153, "protocol": "TCP"},
+                    ],
+                }]},
+            },
+        },
+    });
+    [service, deployment]
 }
 
 #[cfg(test)]
@@ -194,5 +262,25 @@ mod tests {
             Some(ControlPlaneShape::HighlyAvailable)
         );
         assert_eq!(ControlPlaneShape::from_word("three"), None);
+    }
+
+    #[test]
+    fn kube_dns_sits_on_the_tenth_address_with_two_coredns_pods() {
+        let cp = cluster("10.96.0.0/12", 0, ControlPlaneShape::Single).unwrap();
+        let dns = cp.service("kube-system", "kube-dns").expect("kube-dns");
+        assert_eq!(dns.spec.cluster_ip, "10.96.0.10");
+        let coredns: Vec<_> = cp.pods().filter(|p| p.metadata.namespace == "kube-system").collect();
+        assert_eq!(coredns.len(), 2);
+        let mut ips: Vec<String> = coredns.iter().flat_map(|p| p.ips()).collect();
+        ips.sort();
+        assert_eq!(ips, ["10.244.0.2", "10.244.0.3"]);
+        let v6 = cluster("fd00:10:96::/112", 0, ControlPlaneShape::Single).unwrap();
+        assert_eq!(
+            v6.service("kube-system", "kube-dns").unwrap().spec.cluster_ip,
+            "fd00:10:96::a"
+        );
+        let small = cluster("10.96.0.0/29", 0, ControlPlaneShape::Single).unwrap();
+        assert!(small.service("kube-system", "kube-dns").is_none());
+        assert_eq!(small.pods().count(), 0);
     }
 }
