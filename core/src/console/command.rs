@@ -123,6 +123,15 @@ pub enum Command {
         /// `-n` (default `default`).
         namespace: String,
     },
+    /// `kubectl exec POD -- env` or `-- printenv [NAME]`.
+    Exec {
+        /// The pod.
+        pod: String,
+        /// `-n` (default `default`).
+        namespace: String,
+        /// The variable `printenv` asked for; every one when `None`.
+        variable: Option<String>,
+    },
     /// `ipvsadm -Ln` (`save: false`) or `ipvsadm-save -n` (`save: true`).
     Ipvsadm {
         /// `ipvsadm-save` rather than `ipvsadm -Ln`.
@@ -168,8 +177,9 @@ pub fn parse(line: &str, stdin: Option<&str>) -> Result<Command, UsageError> {
         "scale" => parse_scale(rest),
         "get" => parse_get(rest),
         "describe" => parse_describe(rest),
+        "exec" => parse_exec(rest),
         other => Err(UsageError::new(format!(
-            "unknown command {other:?} for \"kubectl\" (this console knows create, expose, apply, delete, scale, get, describe)"
+            "unknown command {other:?} for \"kubectl\" (this console knows create, expose, apply, delete, scale, get, describe, exec)"
         ))),
     }
 }
@@ -412,6 +422,40 @@ fn parse_describe(args: &[String]) -> Result<Command, UsageError> {
         resource,
         names,
         namespace: args.flag(&["n", "namespace"]).unwrap_or("default").to_string(),
+    })
+}
+
+fn parse_exec(args: &[String]) -> Result<Command, UsageError> {
+    let dash = args.iter().position(|a| a == "--");
+    let (before, command) = match dash {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    let args = Args::split(before, &["i", "t", "it", "ti", "stdin", "tty"])?;
+    args.only(&["i", "t", "it", "ti", "stdin", "tty", "n", "namespace", "c", "container"])?;
+    let pod = match args.positional.as_slice() {
+        [pod] => pod.strip_prefix("pod/").unwrap_or(pod).to_string(),
+        [] => return Err(UsageError::new("pod or type/name must be specified")),
+        _ => return Err(UsageError::new("exactly one POD is required before --")),
+    };
+    let variable = match command.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["env"] | ["printenv"] => None,
+        ["printenv", name] => Some(name.to_string()),
+        [] => {
+            return Err(UsageError::new(
+                "you must specify at least one command for the container",
+            ))
+        }
+        _ => {
+            return Err(UsageError::new(
+                "this console's containers run env and printenv [NAME] only: kubectl exec POD -- env",
+            ))
+        }
+    };
+    Ok(Command::Exec {
+        pod,
+        namespace: args.flag(&["n", "namespace"]).unwrap_or("default").to_string(),
+        variable,
     })
 }
 

@@ -109,6 +109,7 @@ pub const HELP: &str = "Commands (the same as kubectl's; the default namespace u
   kubectl scale deployment NAME --replicas=N
   kubectl get svc|endpoints|endpointslices|pods|deployments|nodes|servicecidrs [NAME] [-o wide|yaml|json|name]
   kubectl describe svc|endpointslice [NAME]
+  kubectl exec POD -- env        the Service variables the kubelet gave the pod when it started
   ipvsadm -Ln                    the IPVS table kube-proxy programs on the first node
   ipvsadm-save -n                the same, as ipvs-agent plan --format ipvsadm-save
 Playground only:
@@ -181,6 +182,11 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
             names,
             namespace,
         } => describe_objects(cp, resource, &names, &namespace),
+        Command::Exec {
+            pod,
+            namespace,
+            variable,
+        } => exec(cp, &pod, &namespace, variable.as_deref()),
         Command::Ipvsadm { save } => ipvsadm(cp, save),
         Command::Readiness { pod, ready } => readiness(cp, &pod, ready),
     }
@@ -446,6 +452,58 @@ fn describe_objects(cp: &ControlPlane, resource: Resource, names: &[String], nam
         text.push_str(e);
     }
     Outcome::new(errors.is_empty(), text, Effect::Read)
+}
+
+/// What `env` prints in a container: the image's `PATH`, the runtime's
+/// `HOSTNAME`, the Service variables the kubelet set when the container
+/// started (sorted here; a real container's order is the runtime's), and
+/// `HOME`.
+fn exec(cp: &ControlPlane, pod: &str, namespace: &str, variable: Option<&str>) -> Outcome {
+    if let Err(e) = cp.get(Resource::Pod, namespace, pod) {
+        return Outcome::new(false, server_error(&e), Effect::Read);
+    }
+    let Some(services) = cp.container_env(namespace, pod) else {
+        return Outcome::new(
+            false,
+            format!("error: unable to upgrade connection: pod {pod} is not running: its containers have not started"),
+            Effect::Read,
+        );
+    };
+    let mut env: Vec<(String, String)> = vec![
+        (
+            "PATH".into(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+        ),
+        ("HOSTNAME".into(), pod.to_string()),
+    ];
+    env.extend(services.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env.push(("HOME".into(), "/root".into()));
+    if let Some(name) = variable {
+        return match env.iter().find(|(k, _)| k == name) {
+            Some((_, value)) => Outcome::new(true, value.clone(), Effect::Read),
+            None => Outcome::new(false, "command terminated with exit code 1", Effect::Read),
+        };
+    }
+    let text: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let names: Vec<String> = (cp.services())
+        .filter(|s| s.metadata.namespace_or_default() == namespace)
+        .filter(|s| !s.spec.cluster_ip.is_empty() && !s.is_headless())
+        .map(|s| s.metadata.name.clone())
+        .collect();
+    let seen = |name: &String| {
+        let prefix = format!("{}_SERVICE_HOST", name.to_ascii_uppercase().replace('-', "_"));
+        services.contains_key(&prefix)
+    };
+    let missing: Vec<&String> = names.iter().filter(|n| !seen(n)).collect();
+    let mut note = "The kubelet set the *_SERVICE_HOST, *_PORT* variables when this pod's containers started: one set per Service of its namespace that had a ClusterIP then, plus kubernetes.".to_string();
+    if !missing.is_empty() {
+        let list: Vec<&str> = missing.iter().map(|n| n.as_str()).collect();
+        note.push_str(&format!(
+            " Not here: {}, created after the pod started; a pod started now would see it. DNS names have no such gap.",
+            list.join(", ")
+        ));
+    }
+    Outcome::new(true, text.join("\n"), Effect::Read).with_note(note)
 }
 
 /// The IPVS table of the first node, as `ipvsadm` prints it there.

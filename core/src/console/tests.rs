@@ -382,3 +382,73 @@ fn an_unready_pod_leaves_the_ipvs_table_but_stays_in_its_slice() {
     run(&mut cp, &format!("simulate ready {pod}"), None);
     assert_eq!(reals(&cp), 2);
 }
+
+#[test]
+fn exec_env_shows_the_services_a_pod_saw_when_it_started() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(&mut cp, "kubectl create svc clusterip before --tcp=80", None);
+    run(&mut cp, "kubectl create deployment web --image=nginx", None);
+    run(&mut cp, "kubectl create svc clusterip after --tcp=8080", None);
+    let old = pods(&cp)[0].metadata.name.clone();
+    let before = cp.service("default", "before").unwrap().spec.cluster_ip.clone();
+    let env = run(&mut cp, &format!("kubectl exec -it {old} -- env"), None);
+    assert!(env.ok, "{}", env.text);
+    let lines: Vec<&str> = env.text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    );
+    assert_eq!(lines[1], format!("HOSTNAME={old}"));
+    assert!(
+        lines.contains(&format!("BEFORE_SERVICE_HOST={before}").as_str()),
+        "{}",
+        env.text
+    );
+    assert!(lines.contains(&format!("BEFORE_PORT_80_TCP=tcp://{before}:80").as_str()));
+    assert!(lines.contains(&"KUBERNETES_SERVICE_HOST=10.96.0.1"));
+    assert!(lines.contains(&"KUBERNETES_SERVICE_PORT=443"));
+    assert!(!env.text.contains("AFTER_"), "{}", env.text);
+    assert!(env
+        .note
+        .unwrap()
+        .contains("Not here: after, created after the pod started"));
+    assert_eq!(
+        text(
+            &mut cp,
+            &format!("kubectl exec {old} -- printenv KUBERNETES_SERVICE_HOST")
+        ),
+        "10.96.0.1"
+    );
+    // A pod started now sees both.
+    run(&mut cp, "kubectl scale deployment web --replicas=2", None);
+    let new = pods(&cp)
+        .into_iter()
+        .map(|p| p.metadata.name.clone())
+        .find(|n| *n != old)
+        .unwrap();
+    assert!(text(&mut cp, &format!("kubectl exec {new} -- env")).contains("AFTER_SERVICE_PORT=8080"));
+    // kube-dns lives in kube-system: a default pod does not see it.
+    assert!(!text(&mut cp, &format!("kubectl exec {new} -- env")).contains("KUBE_DNS"));
+    let coredns = cp
+        .pods()
+        .find(|p| p.metadata.namespace == "kube-system")
+        .unwrap()
+        .metadata
+        .name
+        .clone();
+    assert!(text(&mut cp, &format!("kubectl exec {coredns} -n kube-system -- env"))
+        .contains("KUBE_DNS_SERVICE_HOST=10.96.0.10"));
+    assert_eq!(
+        text(&mut cp, "kubectl exec nope -- env"),
+        "Error from server (NotFound): pods \"nope\" not found"
+    );
+    assert_eq!(
+        text(&mut cp, &format!("kubectl exec {old} -- ls")),
+        "error: this console's containers run env and printenv [NAME] only: kubectl exec POD -- env"
+    );
+    let restored = ControlPlane::restore(cp.snapshot()).unwrap();
+    assert_eq!(
+        restored.container_env("default", &old),
+        cp.container_env("default", &old)
+    );
+}

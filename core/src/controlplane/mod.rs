@@ -17,6 +17,7 @@
 pub mod apply;
 mod changes;
 pub mod config;
+pub mod containers;
 pub mod deployments;
 pub mod endpoints;
 pub mod error;
@@ -69,6 +70,8 @@ pub struct ControlPlane {
     nodes: BTreeMap<String, Node>,
     /// host-local's last address per Node and pod CIDR.
     pod_ipam: HostLocalIpam,
+    /// The Service environment each started Pod's containers got.
+    pod_env: containers::PodEnvironments,
     endpoint_slices: SliceStore,
     /// `v1/Endpoints` written by users (for Services without a selector).
     written_endpoints: BTreeMap<ObjectKey, Endpoints>,
@@ -103,6 +106,7 @@ impl ControlPlane {
             pods: BTreeMap::new(),
             nodes: BTreeMap::new(),
             pod_ipam: HostLocalIpam::default(),
+            pod_env: containers::PodEnvironments::new(),
             endpoint_slices: SliceStore::default(),
             written_endpoints: BTreeMap::new(),
             cluster_ips,

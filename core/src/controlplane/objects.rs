@@ -79,6 +79,7 @@ impl ControlPlane {
         self.version(&mut pod.metadata, action);
         let old = self.pods.insert(key, pod.clone());
         if action != ApplyAction::Unchanged {
+            self.follow_containers(old.as_ref(), Some(&pod));
             self.sync_pod_services(old.as_ref(), Some(&pod));
             self.run_deployment_controller();
         }
@@ -152,6 +153,7 @@ impl ControlPlane {
             .pods
             .remove(&(namespace.to_string(), name.to_string()))
             .ok_or_else(|| not_found("pods", name))?;
+        self.follow_containers(Some(&pod), None);
         self.sync_pod_services(Some(&pod), None);
         self.run_deployment_controller();
         Ok(pod)

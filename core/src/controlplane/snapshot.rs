@@ -6,6 +6,7 @@
 //! NodePort range fails with Kubernetes' "the provided range does not match
 //! the current range".
 
+use super::containers::PodEnvironments;
 use super::{ClusterConfig, ConfigError, ControlPlane};
 use crate::api::{Deployment, EndpointSlice, Endpoints, Node, Pod, Service, ServiceCidr};
 use crate::apiserver::cluster_ip::{ClusterIpAllocator, ClusterIpSnapshot};
@@ -57,6 +58,10 @@ pub struct Snapshot {
     /// identically.
     #[serde(default, skip_serializing_if = "is_default")]
     pub pod_ipam: HostLocalIpam,
+    /// The Service environment each started Pod's containers got, by
+    /// `namespace/name`.
+    #[serde(default, skip_serializing_if = "PodEnvironments::is_empty")]
+    pub pod_env: PodEnvironments,
     /// Apiserver leases.
     #[serde(default)]
     pub leases: ApiserverLeases,
@@ -101,6 +106,7 @@ impl ControlPlane {
             deployments: self.deployments.values().cloned().collect(),
             pods: self.pods.values().cloned().collect(),
             pod_ipam: self.pod_ipam.clone(),
+            pod_env: self.pod_env.clone(),
             nodes: self.nodes.values().cloned().collect(),
             endpoint_slices: self.endpoint_slices.values().cloned().collect(),
             endpoints: self.written_endpoints.values().cloned().collect(),
@@ -128,6 +134,7 @@ impl ControlPlane {
             node_ports: self.node_ports.snapshot(),
             rng: self.rng.clone(),
             pod_ipam: HostLocalIpam::default(),
+            pod_env: PodEnvironments::new(),
             leases: self.leases.clone(),
             leaks: self.leaks.clone(),
             now: self.now,
@@ -229,6 +236,13 @@ impl ControlPlane {
             .collect();
         cp.rng = snapshot.rng;
         cp.pod_ipam = snapshot.pod_ipam;
+        cp.pod_env = snapshot.pod_env;
+        // Running Pods of a snapshot older than the environments started
+        // before it was taken; they get the environment of now.
+        let pods: Vec<Pod> = cp.pods.values().cloned().collect();
+        for pod in &pods {
+            cp.follow_containers(None, Some(pod));
+        }
         cp.leases = snapshot.leases;
         cp.leaks = snapshot.leaks;
         cp.now = snapshot.now;

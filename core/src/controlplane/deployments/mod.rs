@@ -258,12 +258,14 @@ impl ControlPlane {
     fn store_pod(&mut self, pod: Pod, old: Option<Pod>) {
         let key = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
         self.pods.insert(key, pod.clone());
+        self.follow_containers(old.as_ref(), Some(&pod));
         self.sync_pod_services(old.as_ref(), Some(&pod));
     }
 
     /// Removes a Pod the controller deletes; the EndpointSlices follow.
     fn remove_pod(&mut self, namespace: &str, name: &str) {
         if let Some(pod) = self.pods.remove(&(namespace.to_string(), name.to_string())) {
+            self.follow_containers(Some(&pod), None);
             self.sync_pod_services(Some(&pod), None);
         }
     }
