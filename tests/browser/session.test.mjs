@@ -73,8 +73,11 @@ test('replaying the history rebuilds the same cluster; the URL state round-trips
   s.run('kubectl get svc');
   s.run('help');
   assert.equal(s.history.length, 4, 'help is not kept; the read is');
-  const state = decodeState(encodeState({ cidr: s.cidr, seed: s.seed, history: s.history }));
-  assert.deepEqual(state, { cidr: '10.100.0.0/16', seed: 9, history: s.history });
+  const state = decodeState(encodeState(s.state()));
+  assert.deepEqual(state, { cidr: '10.100.0.0/16', seed: 9, controlPlane: 'single', history: s.history });
+  const ha = decodeState(encodeState({ ...s.state(), controlPlane: 'ha' }));
+  assert.equal(ha.controlPlane, 'ha');
+  assert.equal(replay(Cluster, ha).session.cluster.kubernetesEndpoints().length, 3);
   const { session } = replay(Cluster, state);
   assert.equal(session.cluster.snapshotJson(), s.cluster.snapshotJson());
   assert.equal(decodeState('s=not base64!'), null);

@@ -7,7 +7,7 @@ use super::UsageError;
 use crate::api::Resource;
 
 /// How `kubectl get` prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
     /// The table.
     Table,
@@ -19,6 +19,8 @@ pub enum Output {
     Json,
     /// `-o name`: `service/web`.
     Name,
+    /// `-o jsonpath=TEMPLATE`.
+    JsonPath(String),
 }
 
 /// One port of `kubectl create service --tcp=PORT[:TARGET]`.
@@ -388,9 +390,11 @@ fn parse_get(args: &[String]) -> Result<Command, UsageError> {
         "yaml" => Output::Yaml,
         "json" => Output::Json,
         "name" => Output::Name,
+        other if other.starts_with("jsonpath=") => Output::JsonPath(other["jsonpath=".len()..].to_string()),
+        "jsonpath" => return Err(UsageError::new("template format specified but no template given")),
         other => {
             return Err(UsageError::new(format!(
-                "unable to match a printer suitable for the output format {other:?}, allowed formats are: json,name,wide,yaml"
+                "unable to match a printer suitable for the output format {other:?}, allowed formats are: json,jsonpath,name,wide,yaml"
             )))
         }
     };
@@ -559,7 +563,7 @@ mod tests {
             error("kubectl delete svc"),
             "resource(s) were provided, but no name was specified"
         );
-        assert_eq!(error("kubectl get svc -o table"), "unable to match a printer suitable for the output format \"table\", allowed formats are: json,name,wide,yaml");
+        assert_eq!(error("kubectl get svc -o table"), "unable to match a printer suitable for the output format \"table\", allowed formats are: json,jsonpath,name,wide,yaml");
         assert_eq!(
             error("kubectl expose deployment web"),
             "couldn't find port via --port flag or introspection"

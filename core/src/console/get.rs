@@ -4,6 +4,7 @@
 //! namespace.` when there is nothing.
 
 use super::command::Output;
+use super::jsonpath;
 use crate::api::{Object, Pod, Resource};
 use crate::controlplane::{ApiError, ControlPlane};
 use crate::kubectl::{
@@ -52,7 +53,10 @@ pub fn get(cp: &ControlPlane, request: &Get) -> (bool, String) {
         (true, true) if request.all_namespaces || !request.resource.namespaced() => "No resources found".to_string(),
         (true, true) => format!("No resources found in {} namespace.", request.namespace),
         (true, false) => String::new(),
-        (false, _) => print(&objects, request),
+        (false, _) => match print(&objects, request) {
+            Ok(text) => text,
+            Err(error) => return (false, error),
+        },
     };
     // kube-apiserver sends this warning with every v1 Endpoints request
     // since 1.33, and kubectl prints it first.
@@ -65,30 +69,29 @@ pub fn get(cp: &ControlPlane, request: &Get) -> (bool, String) {
     (errors.is_empty(), lines.join("\n"))
 }
 
-fn print(objects: &[Object], request: &Get) -> String {
-    match request.output {
-        Output::Yaml | Output::Json => {
-            let data = match objects {
-                [one] if request.names.len() == 1 => to_value(one),
-                _ => json!({
-                    "apiVersion": "v1",
-                    "items": objects.iter().map(to_value).collect::<Vec<_>>(),
-                    "kind": "List",
-                    "metadata": {"resourceVersion": ""},
-                }),
-            };
-            if request.output == Output::Yaml {
-                serde_yaml_ng::to_string(&data).unwrap_or_default()
-            } else {
-                json_text(&data)
-            }
+fn print(objects: &[Object], request: &Get) -> Result<String, String> {
+    let data = || match objects {
+        [one] if request.names.len() == 1 => to_value(one),
+        _ => json!({
+            "apiVersion": "v1",
+            "items": objects.iter().map(to_value).collect::<Vec<_>>(),
+            "kind": "List",
+            "metadata": {"resourceVersion": ""},
+        }),
+    };
+    Ok(match &request.output {
+        Output::Yaml => serde_yaml_ng::to_string(&data()).unwrap_or_default(),
+        Output::Json => json_text(&data()),
+        Output::JsonPath(template) => {
+            return jsonpath::render(template, &data())
+                .map_err(|e| format!("error: error parsing jsonpath {template}, {e}"))
         }
         Output::Name => (objects.iter())
             .map(|o| format!("{}/{}", o.kubectl_resource(), o.name()))
             .collect::<Vec<_>>()
             .join("\n"),
         Output::Table | Output::Wide => tables(objects, request),
-    }
+    })
 }
 
 /// An object as JSON data, with `apiVersion` and `kind` always set.
@@ -115,7 +118,7 @@ fn json_text(value: &Value) -> String {
 
 fn tables(objects: &[Object], request: &Get) -> String {
     let all = request.all_namespaces;
-    let wide = request.output == Output::Wide;
+    let wide = matches!(request.output, Output::Wide);
     macro_rules! of {
         ($variant:ident) => {
             objects

@@ -11,6 +11,7 @@
 pub mod command;
 pub mod describe;
 pub mod get;
+pub mod jsonpath;
 pub mod preset;
 pub mod words;
 

@@ -452,3 +452,34 @@ fn exec_env_shows_the_services_a_pod_saw_when_it_started() {
         cp.container_env("default", &old)
     );
 }
+
+#[test]
+fn jsonpath_reads_one_object_or_the_list() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(&mut cp, "kubectl create svc clusterip web --tcp=80", None);
+    assert_eq!(
+        text(&mut cp, "kubectl get svc kubernetes -o jsonpath='{.spec.clusterIP}'"),
+        "10.96.0.1"
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get svc -ojsonpath={.items[*].metadata.name}"),
+        "kubernetes web"
+    );
+    let ip = cp.service("default", "web").unwrap().spec.cluster_ip.clone();
+    assert_eq!(
+        text(
+            &mut cp,
+            r#"kubectl get svc -o 'jsonpath={range .items[*]}{.metadata.name}={.spec.clusterIP}{"\n"}{end}'"#
+        ),
+        format!("kubernetes=10.96.0.1\nweb={ip}")
+    );
+    let bad = run(&mut cp, "kubectl get svc -o jsonpath={.items[x]}", None);
+    assert!(
+        !bad.ok
+            && bad
+                .text
+                .starts_with("error: error parsing jsonpath {.items[x]}, unrecognized JSONPath"),
+        "{}",
+        bad.text
+    );
+}

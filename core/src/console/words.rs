@@ -59,14 +59,19 @@ impl Args {
             };
             let long = flag.strip_prefix('-');
             let (name, value) = match (long, flag.split_once('=')) {
-                (_, Some((name, value))) => (name.trim_start_matches('-').to_string(), Some(value.to_string())),
-                // -owide, -oyaml: a one-letter flag glued to its value.
-                (None, None) if flag.chars().count() > 1 && !switches.contains(&flag) => {
+                // -owide, -oyaml, -ojsonpath={..}: a one-letter flag glued
+                // to its value (`-o=yaml` too).
+                (None, _) if flag.chars().count() > 1 && !switches.contains(&flag) => {
                     let mut chars = flag.chars();
                     let letter = chars.next().map(String::from).unwrap_or_default();
-                    (letter, Some(chars.collect()))
+                    let glued: String = chars.collect();
+                    (
+                        letter,
+                        Some(glued.strip_prefix('=').map_or(glued.clone(), str::to_string)),
+                    )
                 }
-                (long, None) => (long.unwrap_or(flag).to_string(), None),
+                (Some(_), Some((name, value))) => (name.trim_start_matches('-').to_string(), Some(value.to_string())),
+                (long, _) => (long.unwrap_or(flag).to_string(), None),
             };
             let value = match value {
                 Some(value) => value,
@@ -142,6 +147,9 @@ mod tests {
 
     #[test]
     fn flags_take_values_every_way_kubectl_allows() {
+        let glued = split("-ojsonpath={.a} -o=yaml --output=jsonpath={.b}", &[]);
+        assert_eq!(glued.all("o"), ["jsonpath={.a}", "yaml"]);
+        assert_eq!(glued.flag(&["output"]), Some("jsonpath={.b}"));
         let args = split("web -owide --tcp=80 --tcp 443:8443 -A -n shop", &["A"]);
         assert_eq!(args.positional, ["web"]);
         assert_eq!(args.flag(&["o", "output"]), Some("wide"));
