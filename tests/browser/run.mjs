@@ -226,7 +226,7 @@ async function main() {
     const page = await openPage();
     await page.fill('#seed-input', String(seed));
     await page.click('#cidr-form button[type="submit"]');
-    assert.equal(await kubectl(page, 'kubectl create svc clusterip web --tcp=80:8080'), 'kubectl create svc clusterip web --tcp=80:8080\nservice/web created');
+    assert.match(await kubectl(page, 'kubectl create svc clusterip web --tcp=80:8080'), /^kubectl create svc clusterip web --tcp=80:8080\nservice\/web created\nkubectl create service made the selector app=web from the name/, 'kubectl\'s line, then the note on where the selector came from');
     await kubectl(page, 'kubectl create svc nodeport shop --tcp=443');
     const [web, shop] = coreClusterIps(['10.96.0.0/12', seed], ['web', 'shop']);
     assert.equal(await page.locator('#view-services [data-service="web"] .cluster-ip').innerText(), web);
@@ -303,7 +303,7 @@ async function main() {
 
   await test('claim 2: one apiserver, three (HA) or a managed load balancer; a hand-written kubernetes slice is rewritten, and the console says why', async () => {
     const page = await openPage();
-    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+6443\s+192\.168\.49\.2\s/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+6443\s+192\.168\.49\.2$/);
     await page.selectOption('#control-plane', 'ha');
     await page.waitForFunction(() => window.playground.session.controlPlane === 'ha');
     assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /6443\s+192\.168\.49\.11,192\.168\.49\.12,192\.168\.49\.13/);
@@ -320,6 +320,38 @@ async function main() {
     await page.context().close();
   });
 
+  await test('claim 3: kubectl exec POD -- env shows the Service variables the kubelet set when the pod started; a later Service is missing until a new pod starts', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create svc clusterip early --tcp=80');
+    await kubectl(page, 'kubectl create deployment web --image=nginx');
+    await kubectl(page, 'kubectl create svc clusterip late --tcp=8080');
+    const [old] = await page.evaluate(() => window.playground.session.podsOf('web'));
+    const env = await kubectl(page, `kubectl exec ${old} -- env`);
+    assert.match(env, /KUBERNETES_SERVICE_HOST=10\.96\.0\.1\nKUBERNETES_SERVICE_PORT=443/);
+    assert.match(env, /EARLY_SERVICE_HOST=10\.\d+\.\d+\.\d+\nEARLY_SERVICE_PORT=80/);
+    assert.doesNotMatch(env, /LATE_SERVICE_HOST/);
+    assert.match(env, /Not here: late, created after the pod started/);
+    await kubectl(page, 'kubectl scale deployment web --replicas=2');
+    const newer = (await page.evaluate(() => window.playground.session.podsOf('web'))).find((p) => p !== old);
+    const fresh = await kubectl(page, `kubectl exec ${newer} -- env`);
+    assert.match(fresh, /\nLATE_SERVICE_PORT=8080\n/);
+    assert.match(fresh, /\nLATE_PORT=tcp:\/\/10\.\d+\.\d+\.\d+:8080\n/);
+    await page.context().close();
+  });
+
+  await test('kubectl describe, -o jsonpath and -o wide print what kubectl prints', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=8080');
+    await kubectl(page, 'kubectl expose deployment web --port=80 --target-port=8080');
+    const described = await kubectl(page, 'kubectl describe svc web');
+    assert.match(described, /Name:\s+web\nNamespace:\s+default\nLabels:\s+app=web\n/);
+    assert.match(described, /Endpoints:\s+10\.244\.0\.4:8080,10\.244\.0\.5:8080\nSession Affinity:\s+None/);
+    assert.match(await kubectl(page, 'kubectl describe endpointslice kubernetes'), /AddressType:\s+IPv4\nPorts:\n\s+Name\s+Port\s+Protocol/);
+    assert.match(await kubectl(page, "kubectl get svc kubernetes -o jsonpath='{.spec.clusterIP}'"), /^kubectl get svc kubernetes -o jsonpath='\{\.spec\.clusterIP\}'\n10\.96\.0\.1$/);
+    assert.match(await kubectl(page, 'kubectl get pods -o wide'), /IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES\nweb-\w+-\w+\s+1\/1\s+Running\s+0\s+10\.244\.0\.\d+\s+node-1/);
+    await page.context().close();
+  });
+
   await test('claim 8: dual-stack: a preset, pods with an address of each family, a PreferDualStack Service with IPv6 slices, virtual servers and AAAA records', async () => {
     const page = await openPage();
     await page.click('[data-cidr="10.96.0.0/12,fd00:10:96::/108"]');
@@ -332,7 +364,7 @@ async function main() {
     await page.press('#stdin-input', 'Control+Enter');
     await page.waitForSelector('#stdin-box', { state: 'hidden' });
     const svc = await kubectl(page, 'kubectl get svc web -o yaml');
-    assert.match(svc, /clusterIPs:\n- 10\.\d+\.\d+\.\d+\n- fd00:10:96::/);
+    assert.match(svc, /clusterIPs:\n\s+- 10\.\d+\.\d+\.\d+\n\s+- fd00:10:96::/);
     assert.match(await kubectl(page, 'kubectl get endpointslices'), /web-\w+\s+IPv6\s+80\s+fd00:10:244::/);
     assert.match(await kubectl(page, 'ipvsadm -Ln'), /TCP\s+\[fd00:10:96::[0-9a-f:]+\]:80 rr\n\s+-> \[fd00:10:244::/);
     assert.match(await (await tab(page, 'dns')).innerText(), /web\.default\.svc\.cluster\.local\.?\s+AAAA\s+fd00:10:96::/);
@@ -449,7 +481,7 @@ async function main() {
     assert.equal(await page.inputValue('#console-input'), 'kubectl get endpointslice');
     // Nothing more to add: a second Tab lists the candidates.
     await page.keyboard.press('Tab');
-    assert.match(await page.locator('#console-output .entry').last().innerText(), /Tab: endpointslices/);
+    assert.match(await page.locator('#console-output .entry').last().innerText(), /Tab: endpointslice  endpointslices/);
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'console-input');
     await page.keyboard.press('Control+A');
     await page.keyboard.press('Backspace');
@@ -559,7 +591,7 @@ async function main() {
       const page = await openPage('', undefined, at);
       await page.fill('#seed-input', String(seed));
       await page.click('#cidr-form button[type="submit"]');
-      assert.equal(await kubectl(page, commands[0]), `${commands[0]}\nservice/web created`);
+      assert.ok((await kubectl(page, commands[0])).startsWith(`${commands[0]}\nservice/web created\n`));
       for (const line of commands.slice(1)) await kubectl(page, line);
       views.push({
         web: await page.locator('#view-services [data-service="web"] .cluster-ip').innerText(),

@@ -177,19 +177,18 @@ function setupTabs() {
 
 function complete(input) {
   const before = input.value.slice(0, input.selectionStart);
-  const m = /(\S*)$/.exec(before);
-  const word = m[1];
-  if (!word) return;
-  const options = app.session.cluster.vocabulary().filter((v) => v.startsWith(word) && v !== word);
-  if (options.length === 0) return;
+  const word = /(\S*)$/.exec(before)[1];
+  if (!word) return false;
+  const options = app.session.cluster.vocabulary().filter((v) => v.startsWith(word));
+  if (options.length === 0) return false;
   let common = options[0];
   for (const o of options) while (!o.startsWith(common)) common = common.slice(0, -1);
-  const add = (options.length === 1 ? options[0] + (options[0].endsWith('=') ? '' : ' ') : common).slice(word.length);
-  if (add) {
-    input.setRangeText(add, input.selectionStart, input.selectionStart, 'end');
-    return;
+  const add = options.length === 1 ? options[0] + (options[0].endsWith('=') ? '' : ' ') : common;
+  if (add.length > word.length) {
+    input.setRangeText(add.slice(word.length), input.selectionStart, input.selectionStart, 'end');
+    return false;
   }
-  // No word to add: list the candidates once, as a shell does on a second
+  // No letter to add: list the candidates once, as a shell does on a second
   // Tab; another Tab on the same line then leaves the console as usual.
   if (app.listedFor === input.value) return false;
   app.listedFor = input.value;

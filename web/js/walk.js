@@ -109,7 +109,7 @@ export function renderWalk(el, session, run) {
       <div class="backends" id="walk-backends">${backendHtml}</div>
       <div class="packet" id="walk-packet" hidden></div>
     </div>
-    <ol class="hops" id="walk-hops" aria-live="polite">${hopsHtml(svc, port, reals, chosen)}</ol>`;
+    <ol class="hops" id="walk-hops" aria-live="polite">${hopsHtml(svc, port, reals, chosen, session.node)}</ol>`;
 
   el.querySelector('#walk-service').addEventListener('change', (ev) => {
     state.service = ev.target.value;
@@ -141,14 +141,14 @@ function hdr(src, dst, changed) {
   return `<span class="hdr">src ${s} → dst ${d}</span>`;
 }
 
-function hopsHtml(svc, port, reals, chosen) {
+function hopsHtml(svc, port, reals, chosen, node) {
   const vip = hostPort(svc.spec.clusterIP, port.port);
   const client = hostPort(CLIENT.ip, CLIENT.port);
   const li = (i, text) => `<li data-hop="${i}">${text}</li>`;
   if (!chosen && reals.length === 0) {
     return [
       li(0, `Client pod sends a SYN: ${hdr(client, vip)}. It found the address through DNS (<span class="mono">${esc(svc.metadata.name)}.default.svc.cluster.local</span>).`),
-      li(1, `IPVS on ${esc(session.node)} matches virtual server <span class="mono">${esc(vip)}</span>, but it has <b>no real servers</b>: no ready pod matches the Service. The packet goes nowhere and the connection fails.`),
+      li(1, `IPVS on ${esc(node)} matches virtual server <span class="mono">${esc(vip)}</span>, but it has <b>no real servers</b>: no ready pod matches the Service. The packet goes nowhere and the connection fails.`),
     ].join('');
   }
   if (!chosen) {
@@ -157,7 +157,7 @@ function hopsHtml(svc, port, reals, chosen) {
   const pod = chosen;
   return [
     li(0, `Client pod sends a SYN: ${hdr(client, vip)}. No pod owns ${esc(svc.spec.clusterIP)}; it exists only in the IPVS table.`),
-    li(1, `IPVS on ${esc(session.node)} matches virtual server <span class="mono">${esc(vip)}</span>, picks real server <span class="mono">${esc(pod)}</span> (rr, one of ${reals.length}) and rewrites the destination (DNAT, “Masq”): ${hdr(client, pod, 'dst')}. conntrack remembers the pair.`),
+    li(1, `IPVS on ${esc(node)} matches virtual server <span class="mono">${esc(vip)}</span>, picks real server <span class="mono">${esc(pod)}</span> (rr, one of ${reals.length}) and rewrites the destination (DNAT, “Masq”): ${hdr(client, pod, 'dst')}. conntrack remembers the pair.`),
     li(2, `The pod receives it and answers: ${hdr(pod, client)}.`),
     li(3, `On the way back the connection entry reverses the rewrite, so the source becomes the ClusterIP again: ${hdr(vip, client, 'src')}.`),
     li(4, `The client gets its reply from ${esc(vip)}: it never learns which pod answered.`),

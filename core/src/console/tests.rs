@@ -483,3 +483,19 @@ fn jsonpath_reads_one_object_or_the_list() {
         bad.text
     );
 }
+
+#[test]
+fn starting_pods_does_not_move_the_clusterips_of_later_services() {
+    let mut plain = cluster("10.96.0.0/12");
+    let mut with_pods = cluster("10.96.0.0/12");
+    run(
+        &mut with_pods,
+        "kubectl create deployment api --image=nginx --replicas=3",
+        None,
+    );
+    for cp in [&mut plain, &mut with_pods] {
+        run(cp, "kubectl create svc clusterip web --tcp=80", None);
+    }
+    let ip = |cp: &ControlPlane| cp.service("default", "web").unwrap().spec.cluster_ip.clone();
+    assert_eq!(ip(&plain), ip(&with_pods));
+}

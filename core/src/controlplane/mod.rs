@@ -78,6 +78,9 @@ pub struct ControlPlane {
     cluster_ips: ClusterIpAllocator,
     node_ports: NodePortAllocator,
     rng: Rng,
+    /// The generator behind Pod name suffixes, apart from `rng` so that
+    /// starting Pods never moves the ClusterIPs later Services get.
+    pod_name_rng: Rng,
     leases: ApiserverLeases,
     leaks: LeakTracker,
     now: Time,
@@ -98,6 +101,7 @@ impl ControlPlane {
         let node_ports = NodePortAllocator::new(config.node_ports);
         let mut cp = ControlPlane {
             rng: Rng::new(config.raw.seed),
+            pod_name_rng: pod_name_rng(config.raw.seed),
             config,
             services: BTreeMap::new(),
             service_cidrs: BTreeMap::new(),
@@ -262,4 +266,11 @@ impl ControlPlane {
         meta.resource_version = self.next_uid.to_string();
         self.next_uid += 1;
     }
+}
+
+/// The Pod name generator of a cluster with `seed`: its own stream, so
+/// Pods and ClusterIPs draw from different generators.
+pub(crate) fn pod_name_rng(seed: u64) -> Rng {
+    // "pod-name" in ASCII.
+    Rng::new(seed ^ 0x706f_642d_6e61_6d65)
 }

@@ -54,6 +54,10 @@ pub struct Snapshot {
     pub node_ports: NodePortSnapshot,
     /// The allocation generator, so allocations continue identically.
     pub rng: Rng,
+    /// The Pod name generator (absent in snapshots older than it: then it
+    /// starts afresh from the seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name_rng: Option<Rng>,
     /// host-local's cursors on every Node, so Pod addresses continue
     /// identically.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -133,6 +137,7 @@ impl ControlPlane {
             cluster_ips: self.cluster_ips.snapshot(),
             node_ports: self.node_ports.snapshot(),
             rng: self.rng.clone(),
+            pod_name_rng: Some(self.pod_name_rng.clone()),
             pod_ipam: HostLocalIpam::default(),
             pod_env: PodEnvironments::new(),
             leases: self.leases.clone(),
@@ -235,6 +240,9 @@ impl ControlPlane {
             .map(|e| (namespaced(e.metadata.namespace_or_default(), &e.metadata.name), e))
             .collect();
         cp.rng = snapshot.rng;
+        cp.pod_name_rng = snapshot
+            .pod_name_rng
+            .unwrap_or_else(|| super::pod_name_rng(snapshot.config.seed));
         cp.pod_ipam = snapshot.pod_ipam;
         cp.pod_env = snapshot.pod_env;
         // Running Pods of a snapshot older than the environments started

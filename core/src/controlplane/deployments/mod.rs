@@ -198,7 +198,7 @@ impl ControlPlane {
         loop {
             let suffix: String = (0..5)
                 .map(|_| {
-                    let i = usize::try_from(self.rng.below(ALPHABET.len() as u128)).unwrap_or(0);
+                    let i = usize::try_from(self.pod_name_rng.below(ALPHABET.len() as u128)).unwrap_or(0);
                     char::from(ALPHABET[i % ALPHABET.len()])
                 })
                 .collect();
