@@ -82,8 +82,8 @@ test('kubernetes gets the first address, and comes back with it when deleted', (
   assert.deepEqual(cluster.delete('svc', undefined, 'test').metadata.name, 'test');
   assert.throws(() => cluster.delete('svc', 'default', 'test'), { message: 'services "test" not found' });
   assert.throws(() => cluster.get('frobs'), { message: 'the server doesn\'t have a resource type "frobs"' });
-  assert.match(cluster.kubectlGetServices(false), /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s/);
-  assert.match(cluster.kubectlGetServices(true), /^NAMESPACE\s+NAME/);
+  assert.match(cluster.kubectl('kubectl get svc').text, /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s/);
+  assert.match(cluster.kubectl('kubectl get svc -A').text, /^NAMESPACE\s+NAME/);
   assert.match(cluster.dnsZone(), /^kubernetes\.default\.svc\.cluster\.local\.\s+5\s+IN\s+A\s+10\.96\.0\.1$/m);
   assert.ok(cluster.dnsRecords().some((r) => r.type === 'A' && r.data === '10.96.0.1'));
 });
@@ -110,7 +110,7 @@ test('configuration errors are the core\'s messages', () => {
   const native = steps.at(-1).error;
   assert.throws(() => new Cluster({ serviceClusterIpRange: '192.168.100.0/30' }), (e) => e instanceof Error && e.message === native);
   assert.throws(() => new Cluster({ serviceClusterIpRange: '10.0.0.0/24', nodePortRnage: '1-2' }), /unknown field `nodePortRnage`/);
-  assert.throws(() => new Cluster({}), /missing field `serviceClusterIpRange`/);
+  assert.equal(new Cluster({}).kubernetesIp, '10.96.0.1', 'every option has the core\'s default');
   assert.throws(
     () => new Cluster({ serviceClusterIpRange: '10.0.0.0/24', nodePortRange: '32767-30000' }),
     (e) => e.message.startsWith('--service-node-port-range: '),
