@@ -352,6 +352,31 @@ async function main() {
     await page.context().close();
   });
 
+  await test('claim 6: Endpoints and EndpointSlices side by side, with the deprecation warning, the 1,000-address cap and one-way mirroring explained', async () => {
+    const page = await openPage('', { width: 1440, height: 900 });
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');
+    await kubectl(page, 'kubectl expose deployment web --port=80');
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {ports: [{port: 5432}]}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: db-1, labels: {kubernetes.io/service-name: db}}\naddressType: IPv4\nports: [{port: 5432}]\nendpoints: [{addresses: [192.168.10.20]}]\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    const view = await tab(page, 'slices');
+    const legacy = view.locator('section[aria-label="kubectl get endpoints"]');
+    const slices = view.locator('section[aria-label="kubectl get endpointslices"]');
+    const [a, b] = [await legacy.boundingBox(), await slices.boundingBox()];
+    assert.ok(Math.abs(a.y - b.y) < 2 && b.x > a.x, 'the two tables sit side by side');
+    const left = await legacy.innerText();
+    assert.match(left, /Warning: v1 Endpoints is deprecated in v1\.33\+/);
+    assert.match(left, /web\s+10\.244\.0\.4:80,10\.244\.0\.5:80/);
+    assert.doesNotMatch(left, /\ndb\s/, 'a hand-written slice gets no Endpoints object');
+    assert.match(await slices.innerText(), /db-1\s+IPv4\s+5432\s+192\.168\.10\.20/);
+    const explain = await view.innerText();
+    assert.match(explain, /at most 1,000 addresses/);
+    assert.match(explain, /Mirroring goes one way/);
+    assert.match(await kubectl(page, 'kubectl get endpoints db'), /Error from server \(NotFound\): endpoints "db" not found/);
+    await page.context().close();
+  });
+
   await test('claim 8: dual-stack: a preset, pods with an address of each family, a PreferDualStack Service with IPv6 slices, virtual servers and AAAA records', async () => {
     const page = await openPage();
     await page.click('[data-cidr="10.96.0.0/12,fd00:10:96::/108"]');

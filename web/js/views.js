@@ -87,8 +87,12 @@ export function renderSlices(el, session) {
   el.innerHTML = `
     <p class="explain">The <b>EndpointSlice controller</b> watches pods and Services. Every pod whose labels match a Service's selector becomes an endpoint in that Service's slice, marked ready or not. A Service <em>without</em> a selector gets no slice: you write one yourself, labelled <code>kubernetes.io/service-name</code>, to point the Service anywhere (an external database, say).</p>
     ${blocks.join('') || '<p class="empty">No EndpointSlices yet.</p>'}
-    <h3>kubectl get endpointslices</h3>
-    <pre class="block">${esc(session.cluster.kubectl('kubectl get endpointslices').text)}</pre>`;
+    <h3>Endpoints and EndpointSlices, side by side</h3>
+    <p class="explain"><code>v1/Endpoints</code> is the legacy object the slices replace, still written for every Service with a selector: one object per Service, only its primary IP family, and at most <b>1,000 addresses</b> (past that kube-controller-manager truncates it and marks it <code>endpoints.kubernetes.io/over-capacity: truncated</code>). Since Kubernetes 1.33 the API server <b>warns</b> on every use of it, as <code>kubectl get endpoints</code> shows. Slices hold up to 100 endpoints each, as many slices as a Service needs, one set per family. <b>Mirroring goes one way</b>: an Endpoints object you write for a Service without a selector is copied into slices; a slice you write gets no Endpoints object.</p>
+    <div class="side-by-side">
+      <section aria-label="kubectl get endpoints"><h4>kubectl get endpoints</h4><pre class="block">${esc(session.cluster.kubectl('kubectl get endpoints').text)}</pre></section>
+      <section aria-label="kubectl get endpointslices"><h4>kubectl get endpointslices</h4><pre class="block">${esc(session.cluster.kubectl('kubectl get endpointslices').text)}</pre></section>
+    </div>`;
   return slices.length;
 }
 

@@ -7,6 +7,8 @@
 //!   terminating Pods unless `publishNotReadyAddresses`);
 //! - addresses that serve exactly the same ports share a subset
 //!   (`RepackSubsets`); addresses sorted by IP text then uid;
+//! - at most 1,000 addresses, then truncated and annotated
+//!   ([`super::endpoints_capacity`]);
 //! - labels: the Service's, plus `service.kubernetes.io/headless` for a
 //!   headless Service and `endpoints.kubernetes.io/managed-by:
 //!   endpoint-controller`; `kubernetes` carries only
@@ -16,6 +18,7 @@
 //! ports are sorted by name, number and protocol, and subsets by their
 //! first address, which is just as deterministic and easier to read.
 
+use super::endpoints_capacity as capacity;
 use crate::api::endpoint_slice::{Endpoint, EndpointSlice, HEADLESS_LABEL, SKIP_MIRROR_LABEL};
 use crate::api::endpoints::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 use crate::api::{ObjectMeta, Service};
@@ -68,6 +71,11 @@ pub fn endpoints_from_slices(service: &Service, slices: &[&EndpointSlice]) -> En
             }
         }
     }
+    let mut subsets = repack(by_port);
+    let mut annotations = BTreeMap::new();
+    if capacity::truncate(&mut subsets) {
+        annotations.insert(capacity::OVER_CAPACITY_ANNOTATION.to_string(), "truncated".to_string());
+    }
     Endpoints {
         api_version: "v1".into(),
         kind: "Endpoints".into(),
@@ -75,9 +83,10 @@ pub fn endpoints_from_slices(service: &Service, slices: &[&EndpointSlice]) -> En
             name: service.metadata.name.clone(),
             namespace: service.metadata.namespace_or_default().to_string(),
             labels: endpoints_labels(service),
+            annotations,
             ..ObjectMeta::default()
         },
-        subsets: repack(by_port),
+        subsets,
     }
 }
 
@@ -321,5 +330,27 @@ mod tests {
         let ep = endpoints_from_slices(&headless, &[&none]);
         assert!(ep.subsets[0].ports.is_empty());
         assert_eq!(ep.metadata.labels.get(HEADLESS_LABEL).map(String::as_str), Some(""));
+    }
+
+    #[test]
+    fn past_a_thousand_addresses_the_object_is_truncated_and_says_so() {
+        let ips = |from: usize, n: usize| -> Vec<Endpoint> {
+            (from..from + n)
+                .map(|i| endpoint(&format!("10.1.{}.{}", i / 200, i % 200), true, false))
+                .collect()
+        };
+        let slices: Vec<EndpointSlice> = (0..11).map(|k| slice("IPv4", &[("", 80)], ips(k * 100, 100))).collect();
+        let refs: Vec<&EndpointSlice> = slices.iter().collect();
+        let ep = endpoints_from_slices(&service(), &refs);
+        assert_eq!(ep.subsets.iter().map(|s| s.addresses.len()).sum::<usize>(), 1000);
+        assert_eq!(
+            ep.metadata
+                .annotations
+                .get(capacity::OVER_CAPACITY_ANNOTATION)
+                .map(String::as_str),
+            Some("truncated")
+        );
+        let fits = endpoints_from_slices(&service(), &refs[..10]);
+        assert!(fits.metadata.annotations.is_empty());
     }
 }
