@@ -166,7 +166,7 @@ fn main() -> ExitCode {
         n.say(&format!("kubectl apply -f {file}"), &indent(&lines.join("\n")));
     }
     let services: Vec<&Service> = cp.services().collect();
-    n.say("kubectl get svc -A", &indent(&services_table(&services, true)));
+    n.say("kubectl get svc -A", &indent(&services_table(&services, true, None)));
     let clash = "apiVersion: v1\nkind: Service\nmetadata: {name: dns-copy}\nspec: {clusterIP: 10.96.0.10, ports: [{port: 53}]}\n";
     if let Ok(results) = cp.apply_manifest(clash) {
         for r in results.into_iter().filter_map(Result::err) {
@@ -193,7 +193,7 @@ fn main() -> ExitCode {
              (more past 100 endpoints), matching pods' labels; kubernetes's lists the API\n\
              servers instead.{}\n{}",
             empty_slices_note(&slices),
-            indent(&endpoint_slices_table(&slices, true))
+            indent(&endpoint_slices_table(&slices, true, None))
         ),
     );
     if let Some(node) = cp.nodes().next().map(|node| node.metadata.name.clone()) {

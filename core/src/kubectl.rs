@@ -10,12 +10,17 @@
 //! - deployments: NAME, READY, UP-TO-DATE, AVAILABLE (and with `-o wide`
 //!   CONTAINERS, IMAGES, SELECTOR).
 //!
-//! AGE is left out: the core has no wall clock.
+//! Given the control plane's clock (`now`), each table also has kubectl's
+//! AGE column, after the standard columns and before the `-o wide` ones,
+//! from the objects' `creationTimestamp` ([`age`]); without it (the
+//! behaviour vectors) AGE is left out.
 
 use crate::api::endpoint_slice::{EndpointPort, EndpointSlice};
 use crate::api::service::{types, Service};
 use crate::api::Deployment;
 use crate::api::Endpoints;
+use crate::api::ObjectMeta;
+use crate::time::Time;
 use std::net::IpAddr;
 
 /// kubectl shows at most this many items in a list cell.
@@ -23,21 +28,24 @@ const MAX_LISTED: usize = 3;
 
 /// `kubectl get svc` for these Services, one row each, columns padded to
 /// the widest cell plus three spaces as kubectl does.
-pub fn services_table(services: &[&Service], all_namespaces: bool) -> String {
-    services_rows(services, all_namespaces, false)
+pub fn services_table(services: &[&Service], all_namespaces: bool, now: Option<Time>) -> String {
+    services_rows(services, all_namespaces, false, now)
 }
 
 /// `kubectl get svc -o wide`: the columns of [`services_table`] and the
 /// SELECTOR (`key=value` pairs sorted by key, `<none>` without one).
-pub fn services_table_wide(services: &[&Service], all_namespaces: bool) -> String {
-    services_rows(services, all_namespaces, true)
+pub fn services_table_wide(services: &[&Service], all_namespaces: bool, now: Option<Time>) -> String {
+    services_rows(services, all_namespaces, true, now)
 }
 
-fn services_rows(services: &[&Service], all_namespaces: bool, wide: bool) -> String {
+fn services_rows(services: &[&Service], all_namespaces: bool, wide: bool, now: Option<Time>) -> String {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut header = vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)"];
     if all_namespaces {
         header.insert(0, "NAMESPACE");
+    }
+    if now.is_some() {
+        header.push("AGE");
     }
     if wide {
         header.push("SELECTOR");
@@ -54,6 +62,7 @@ fn services_rows(services: &[&Service], all_namespaces: bool, wide: bool) -> Str
         if all_namespaces {
             row.insert(0, svc.metadata.namespace_or_default().to_string());
         }
+        row.extend(now.map(|now| age(&svc.metadata, now)));
         if wide {
             row.push(selector(svc));
         }
@@ -76,10 +85,13 @@ fn selector(svc: &Service) -> String {
 }
 
 /// `kubectl get endpoints` for these Endpoints objects.
-pub fn endpoints_table(endpoints: &[&Endpoints], all_namespaces: bool) -> String {
+pub fn endpoints_table(endpoints: &[&Endpoints], all_namespaces: bool, now: Option<Time>) -> String {
     let mut header = vec!["NAME", "ENDPOINTS"];
     if all_namespaces {
         header.insert(0, "NAMESPACE");
+    }
+    if now.is_some() {
+        header.push("AGE");
     }
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for ep in endpoints {
@@ -87,16 +99,20 @@ pub fn endpoints_table(endpoints: &[&Endpoints], all_namespaces: bool) -> String
         if all_namespaces {
             row.insert(0, ep.metadata.namespace_or_default().to_string());
         }
+        row.extend(now.map(|now| age(&ep.metadata, now)));
         rows.push(row);
     }
     table(&rows)
 }
 
 /// `kubectl get endpointslices` for these slices.
-pub fn endpoint_slices_table(slices: &[&EndpointSlice], all_namespaces: bool) -> String {
+pub fn endpoint_slices_table(slices: &[&EndpointSlice], all_namespaces: bool, now: Option<Time>) -> String {
     let mut header = vec!["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS"];
     if all_namespaces {
         header.insert(0, "NAMESPACE");
+    }
+    if now.is_some() {
+        header.push("AGE");
     }
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for slice in slices {
@@ -115,6 +131,7 @@ pub fn endpoint_slices_table(slices: &[&EndpointSlice], all_namespaces: bool) ->
         if all_namespaces {
             row.insert(0, slice.metadata.namespace_or_default().to_string());
         }
+        row.extend(now.map(|now| age(&slice.metadata, now)));
         rows.push(row);
     }
     table(&rows)
@@ -122,10 +139,13 @@ pub fn endpoint_slices_table(slices: &[&EndpointSlice], all_namespaces: bool) ->
 
 /// `kubectl get deployments` (with `wide`, `-o wide`) for these
 /// Deployments: READY is ready Pods over `spec.replicas`.
-pub fn deployments_table(deployments: &[&Deployment], all_namespaces: bool, wide: bool) -> String {
+pub fn deployments_table(deployments: &[&Deployment], all_namespaces: bool, wide: bool, now: Option<Time>) -> String {
     let mut header = vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE"];
     if all_namespaces {
         header.insert(0, "NAMESPACE");
+    }
+    if now.is_some() {
+        header.push("AGE");
     }
     if wide {
         header.extend(["CONTAINERS", "IMAGES", "SELECTOR"]);
@@ -141,6 +161,7 @@ pub fn deployments_table(deployments: &[&Deployment], all_namespaces: bool, wide
         if all_namespaces {
             row.insert(0, d.metadata.namespace_or_default().to_string());
         }
+        row.extend(now.map(|now| age(&d.metadata, now)));
         if wide {
             let containers = &d.spec.template.spec.containers;
             let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
@@ -154,6 +175,66 @@ pub fn deployments_table(deployments: &[&Deployment], all_namespaces: bool, wide
         rows.push(row);
     }
     table(&rows)
+}
+
+/// The AGE cell of an object at `now`: the time since its
+/// `creationTimestamp` as kubectl writes it (`<unknown>` without one).
+pub fn age(meta: &ObjectMeta, now: Time) -> String {
+    let created = (meta.creation_timestamp.as_ref())
+        .and_then(|t| t.as_str())
+        .and_then(Time::parse_rfc3339);
+    match created {
+        Some(created) => human_duration(now.as_millis() as i128 - created.as_millis() as i128),
+        None => "<unknown>".into(),
+    }
+}
+
+/// A duration in milliseconds the way kubectl's AGE column shows it:
+/// seconds up to two minutes, then minutes (with seconds under ten
+/// minutes), hours (with minutes under eight hours), days (with hours under
+/// eight days), years (with days under eight years).
+pub fn human_duration(millis: i128) -> String {
+    // Whole seconds, truncated toward zero as Go truncates.
+    let seconds = millis / 1000;
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 120 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    let with = |big: i128, unit: &str, small: i128, small_unit: &str| match small {
+        0 => format!("{big}{unit}"),
+        small => format!("{big}{unit}{small}{small_unit}"),
+    };
+    if minutes < 10 {
+        return with(minutes, "m", seconds % 60, "s");
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = minutes / 60;
+    if hours < 8 {
+        return with(hours, "h", minutes % 60, "m");
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    let days = hours / 24;
+    if hours < 24 * 8 {
+        return with(days, "d", hours % 24, "h");
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{days}d");
+    }
+    let years = days / 365;
+    if hours < 24 * 365 * 8 {
+        return with(years, "y", days % 365, "d");
+    }
+    format!("{years}y")
 }
 
 /// kubectl's `formatEndpoints`: ready `ip:port` pairs, subset by subset and
@@ -303,7 +384,7 @@ mod tests {
         }
         let services: Vec<&Service> = cp.services().collect();
         assert_eq!(
-            services_table(&services, false),
+            services_table(&services, false, None),
             "NAME         TYPE           CLUSTER-IP   EXTERNAL-IP      PORT(S)\n\
              ext          ExternalName   <none>       db.example.com   <none>\n\
              kubernetes   ClusterIP      10.96.0.1    <none>           443/TCP\n\
@@ -345,7 +426,7 @@ mod tests {
         let mut empty = Endpoints::default();
         empty.metadata.name = "empty".into();
         assert_eq!(
-            endpoints_table(&[&v6, &headless, &empty], false),
+            endpoints_table(&[&v6, &headless, &empty], false, None),
             "NAME    ENDPOINTS\n\
              v6      [fd00::1]:80,[fd00::2]:80,[fd00::1]:443 + 1 more...\n\
              peers   10.0.0.1\n\
@@ -381,10 +462,40 @@ mod tests {
         empty.metadata.name = "web-fghij".into();
         empty.address_type = "IPv6".into();
         assert_eq!(
-            endpoint_slices_table(&[&slice, &empty], true),
+            endpoint_slices_table(&[&slice, &empty], true, None),
             "NAMESPACE   NAME        ADDRESSTYPE   PORTS                    ENDPOINTS\n\
              shop        web-abcde   IPv4          80,named,* + 1 more...   10.0.0.1,10.0.0.2,10.0.0.3 + 2 more...\n\
              default     web-fghij   IPv6          <unset>                  <unset>\n"
         );
+    }
+
+    #[test]
+    fn ages_read_as_kubectl_writes_them() {
+        let s = 1000;
+        for (millis, text) in [
+            (-5 * s, "<invalid>"),
+            (-1500, "0s"),
+            (0, "0s"),
+            (119 * s, "119s"),
+            (120 * s, "2m"),
+            (136 * s, "2m16s"),
+            (10 * 60 * s, "10m"),
+            (179 * 60 * s, "179m"),
+            (3 * 3600 * s, "3h"),
+            ((3 * 3600 + 5 * 60) * s, "3h5m"),
+            (8 * 3600 * s, "8h"),
+            (47 * 3600 * s, "47h"),
+            (50 * 3600 * s, "2d2h"),
+            (8 * 86_400 * s, "8d"),
+            (729 * 86_400 * s, "729d"),
+            ((2 * 365 + 3) * 86_400 * s, "2y3d"),
+            (9 * 365 * 86_400 * s, "9y"),
+        ] {
+            assert_eq!(human_duration(millis), text, "{millis} ms");
+        }
+        let mut meta = ObjectMeta::default();
+        assert_eq!(age(&meta, Time(5000)), "<unknown>");
+        meta.creation_timestamp = Some(serde_json::Value::String(Time(1000).rfc3339()));
+        assert_eq!(age(&meta, Time(43_000)), "42s");
     }
 }

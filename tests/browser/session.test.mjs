@@ -42,7 +42,7 @@ test('deployments make pods with sequential IPs from node-1\'s pod range; deleti
   const exposed = s.run('kubectl expose deployment web --port=80 --target-port=8080');
   assert.equal(exposed.text, 'service/web exposed');
   assert.match(exposed.note, /copied the selector app=web from deployment web/);
-  assert.match(s.run('kubectl get endpoints web').text, /^Warning: v1 Endpoints is deprecated in v1\.33\+; use discovery\.k8s\.io\/v1 EndpointSlice\nNAME\s+ENDPOINTS\nweb\s+10\.244\.0\.\d:8080,10\.244\.0\.\d:8080,10\.244\.0\.\d:8080$/);
+  assert.match(s.run('kubectl get endpoints web').text, /^Warning: v1 Endpoints is deprecated in v1\.33\+; use discovery\.k8s\.io\/v1 EndpointSlice\nNAME\s+ENDPOINTS\s+AGE\nweb\s+10\.244\.0\.\d:8080,10\.244\.0\.\d:8080,10\.244\.0\.\d:8080\s+\d+s$/);
   s.run('kubectl scale deployment web --replicas=1');
   assert.equal(s.pods().length, 1);
   assert.equal(s.run('kubectl delete deployment web').text, 'deployment.apps "web" deleted');
@@ -79,6 +79,9 @@ test('replaying the history rebuilds the same cluster; the URL state round-trips
   assert.equal(ha.controlPlane, 'ha');
   assert.equal(replay(Cluster, ha).session.cluster.kubernetesEndpoints().length, 3);
   const { session } = replay(Cluster, state);
+  // help ran after the last kept command and moved the clock; it is not
+  // replayed, so both clocks go to one time before the comparison.
+  for (const c of [session.cluster, s.cluster]) c.tick(3_600_000);
   assert.equal(session.cluster.snapshotJson(), s.cluster.snapshotJson());
   assert.equal(decodeState('s=not base64!'), null);
 });
@@ -88,4 +91,15 @@ test('Tab completion words come from the core: commands, kinds and names', () =>
   s.run('kubectl create svc clusterip shop --tcp=80');
   const words = s.cluster.vocabulary();
   for (const w of ['kubectl', 'svc', 'endpointslices', 'deploy', 'shop', 'kubernetes', '--tcp=']) assert.ok(words.includes(w), w);
+});
+
+test('the cluster clock moves with the page; a replay gives every object the age it had', () => {
+  const s = start();
+  s.run('kubectl create svc clusterip web --tcp=80', null, 30_000);
+  const table = s.run('kubectl get svc web', null, 30_000 + 150_000).text;
+  assert.match(table, /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\nweb\s+ClusterIP\s+\S+\s+<none>\s+80\/TCP\s+2m30s$/);
+  assert.deepEqual(s.history.map((h) => h.at), [30_000, 180_000]);
+  const { session, transcript } = replay(Cluster, decodeState(encodeState(s.state())));
+  assert.equal(transcript[1].result.text, table);
+  assert.equal(session.cluster.kubernetesEndpoints().length, 1, 'the apiserver kept its lease through the 3 minutes');
 });

@@ -5,9 +5,10 @@
 //! node's IPVS table as data for the packet walk.
 
 use crate::cluster::{error, Cluster};
-use crate::js::to_js;
+use crate::js::{millis, to_js};
 use crate::ops::{json, node_table};
 use svcnet_core::console;
+use svcnet_core::time::Time;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -40,6 +41,15 @@ impl Cluster {
     #[wasm_bindgen(unchecked_return_type = "{ok: boolean, text: string, note?: string, effect: string}")]
     pub fn kubectl(&mut self, line: &str, stdin: Option<String>) -> JsValue {
         to_js(&json(&console::run(&mut self.cp, line, stdin.as_deref())))
+    }
+
+    /// Moves the cluster's clock to `ms` milliseconds after its start, as
+    /// time passes on a live cluster: the apiservers renew their leases on
+    /// the way, and every AGE grows. Time never goes back.
+    pub fn tick(&mut self, ms: f64) -> Result<(), JsValue> {
+        let ms = millis(ms, "ms").map_err(|e| error(&e))?;
+        console::preset::advance(&mut self.cp, Time(ms));
+        Ok(())
     }
 
     /// The words Tab completes in the console: commands, kinds, flags and

@@ -26,6 +26,8 @@ export class Session {
     this.history = [];
     /** Bumped on every change, so views know when to redraw. */
     this.version = 0;
+    /** When the cluster's clock read 0, in the page's wall-clock time. */
+    this.started = Date.now();
   }
 
   /** What rebuilds this session: `{ cidr, seed, controlPlane, history }`. */
@@ -33,11 +35,18 @@ export class Session {
     return { cidr: this.cidr, seed: this.seed, controlPlane: this.controlPlane, history };
   }
 
-  /** Runs one command line; `{ ok, text, note?, effect }` as the core answers. */
-  run(line, stdin = null) {
+  /**
+   * Runs one command line; `{ ok, text, note?, effect }` as the core
+   * answers. The cluster's clock first moves to `at` (milliseconds since
+   * the cluster started; now, by the page's clock, unless a replay gives
+   * the time the command first ran).
+   */
+  run(line, stdin = null, at = Date.now() - this.started) {
+    this.cluster.tick(at);
+    this.started = Date.now() - at;
     const result = this.cluster.kubectl(line, stdin ?? undefined);
     if (result.effect === 'read' || result.effect === 'change') {
-      this.history.push(stdin == null ? { line } : { line, stdin });
+      this.history.push(stdin == null ? { line, at } : { line, stdin, at });
     }
     if (result.effect === 'change') this.version++;
     return result;
@@ -66,7 +75,7 @@ export class Session {
 export function replay(Cluster, { cidr, seed, controlPlane, history }) {
   const s = new Session(Cluster, { cidr, seed, controlPlane });
   const transcript = [];
-  for (const h of history) transcript.push({ ...h, result: s.run(h.line, h.stdin ?? null) });
+  for (const h of history) transcript.push({ ...h, result: s.run(h.line, h.stdin ?? null, h.at ?? 0) });
   return { session: s, transcript };
 }
 

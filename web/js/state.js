@@ -16,9 +16,13 @@ function fromBase64Url(text) {
   return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
 }
 
-/** `{ cidr, seed, controlPlane?, history: [{ line, stdin? }] }` → `s=...`. */
+/**
+ * `{ cidr, seed, controlPlane?, history: [{ line, stdin?, at? }] }` →
+ * `s=...`. Each command is its line, or `[line, stdin or null, at]` with
+ * the time it ran (milliseconds after the cluster started), so ages replay.
+ */
 export function encodeState({ cidr, seed, controlPlane = 'single', history }) {
-  const h = history.map((e) => (e.stdin == null ? e.line : [e.line, e.stdin]));
+  const h = history.map((e) => (e.stdin == null && e.at == null ? e.line : [e.line, e.stdin ?? null, e.at ?? 0]));
   const p = controlPlane === 'single' ? undefined : controlPlane;
   return PREFIX + toBase64Url(JSON.stringify({ c: cidr, s: seed, p, h }));
 }
@@ -30,7 +34,13 @@ export function decodeState(hash) {
     const v = JSON.parse(fromBase64Url(hash.slice(PREFIX.length)));
     if (typeof v.c !== 'string' || !Number.isSafeInteger(v.s) || !Array.isArray(v.h)) return null;
     if (v.p !== undefined && typeof v.p !== 'string') return null;
-    const history = v.h.map((e) => (typeof e === 'string' ? { line: e } : { line: String(e[0]), stdin: String(e[1]) }));
+    const history = v.h.map((e) => {
+      if (typeof e === 'string') return { line: e };
+      const entry = { line: String(e[0]) };
+      if (e[1] != null) entry.stdin = String(e[1]);
+      if (Number.isSafeInteger(e[2]) && e[2] >= 0) entry.at = e[2];
+      return entry;
+    });
     return { cidr: v.c, seed: v.s, controlPlane: v.p ?? 'single', history };
   } catch {
     return null;

@@ -63,6 +63,15 @@ impl ObjectMeta {
         }
     }
 
+    /// Carries over what the API server set when `old` was created and
+    /// last written (uid, resourceVersion, creationTimestamp), so that an
+    /// update compares equal to what it replaces when nothing else changed.
+    pub fn keep_identity_of(&mut self, old: &ObjectMeta) {
+        self.uid = old.uid.clone();
+        self.resource_version = old.resource_version.clone();
+        self.creation_timestamp = old.creation_timestamp.clone();
+    }
+
     /// The namespace, with `default` for an empty one.
     pub fn namespace_or_default(&self) -> &str {
         if self.namespace.is_empty() {

@@ -5,11 +5,12 @@
 
 use super::command::Output;
 use super::jsonpath;
-use crate::api::{Object, Pod, Resource};
+use crate::api::{Node, Object, Pod, Resource};
 use crate::controlplane::{ApiError, ControlPlane};
 use crate::kubectl::{
-    deployments_table, endpoint_slices_table, endpoints_table, services_table, services_table_wide, table,
+    age, deployments_table, endpoint_slices_table, endpoints_table, services_table, services_table_wide, table,
 };
+use crate::time::Time;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -53,7 +54,7 @@ pub fn get(cp: &ControlPlane, request: &Get) -> (bool, String) {
         (true, true) if request.all_namespaces || !request.resource.namespaced() => "No resources found".to_string(),
         (true, true) => format!("No resources found in {} namespace.", request.namespace),
         (true, false) => String::new(),
-        (false, _) => match print(&objects, request) {
+        (false, _) => match print(&objects, request, cp.now()) {
             Ok(text) => text,
             Err(error) => return (false, error),
         },
@@ -69,7 +70,7 @@ pub fn get(cp: &ControlPlane, request: &Get) -> (bool, String) {
     (errors.is_empty(), lines.join("\n"))
 }
 
-fn print(objects: &[Object], request: &Get) -> Result<String, String> {
+fn print(objects: &[Object], request: &Get, now: Time) -> Result<String, String> {
     let data = || match objects {
         [one] if request.names.len() == 1 => to_value(one),
         _ => json!({
@@ -90,7 +91,7 @@ fn print(objects: &[Object], request: &Get) -> Result<String, String> {
             .map(|o| format!("{}/{}", o.kubectl_resource(), o.name()))
             .collect::<Vec<_>>()
             .join("\n"),
-        Output::Table | Output::Wide => tables(objects, request),
+        Output::Table | Output::Wide => tables(objects, request, now),
     })
 }
 
@@ -116,8 +117,9 @@ fn json_text(value: &Value) -> String {
     }
 }
 
-fn tables(objects: &[Object], request: &Get) -> String {
+fn tables(objects: &[Object], request: &Get, now: Time) -> String {
     let all = request.all_namespaces;
+    let now = Some(now);
     let wide = matches!(request.output, Output::Wide);
     macro_rules! of {
         ($variant:ident) => {
@@ -131,38 +133,100 @@ fn tables(objects: &[Object], request: &Get) -> String {
         };
     }
     match request.resource {
-        Resource::Service if wide => services_table_wide(&of!(Service), all),
-        Resource::Service => services_table(&of!(Service), all),
-        Resource::Endpoints => endpoints_table(&of!(Endpoints), all),
-        Resource::EndpointSlice => endpoint_slices_table(&of!(EndpointSlice), all),
-        Resource::Pod => pods_table(&of!(Pod), all, wide),
-        Resource::Node => {
-            let mut rows = vec![cells(&["NAME", "STATUS", "INTERNAL-IP"])];
-            rows.extend(of!(Node).into_iter().map(|n| {
-                let ip = (n.status.addresses.iter())
-                    .find(|a| a.address_type == "InternalIP")
-                    .map_or("<none>", |a| a.address.as_str());
-                cells(&[&n.metadata.name, "Ready", ip])
+        Resource::Service if wide => services_table_wide(&of!(Service), all, now),
+        Resource::Service => services_table(&of!(Service), all, now),
+        Resource::Endpoints => endpoints_table(&of!(Endpoints), all, now),
+        Resource::EndpointSlice => endpoint_slices_table(&of!(EndpointSlice), all, now),
+        Resource::Pod => pods_table(&of!(Pod), all, wide, now),
+        Resource::Node => nodes_table(&of!(Node), wide, now),
+        Resource::ServiceCidr => {
+            let mut rows = vec![cells(&["NAME", "CIDRS", "AGE"])];
+            rows.extend((of!(ServiceCidr).into_iter()).map(|c| {
+                let age = now.map(|now| age(&c.metadata, now)).unwrap_or_default();
+                cells(&[&c.metadata.name, &c.spec.cidrs.join(","), &age])
             }));
             table(&rows)
         }
-        Resource::ServiceCidr => {
-            let mut rows = vec![cells(&["NAME", "CIDRS"])];
-            rows.extend((of!(ServiceCidr).into_iter()).map(|c| cells(&[&c.metadata.name, &c.spec.cidrs.join(",")])));
-            table(&rows)
-        }
-        Resource::Deployment => deployments_table(&of!(Deployment), all, wide),
+        Resource::Deployment => deployments_table(&of!(Deployment), all, wide, now),
     }
+}
+
+/// `kubectl get nodes`: NAME STATUS ROLES AGE VERSION, and with `-o wide`
+/// the addresses, OS image, kernel and container runtime from the Node's
+/// status.
+fn nodes_table(nodes: &[&Node], wide: bool, now: Option<Time>) -> String {
+    let mut header = vec!["NAME", "STATUS", "ROLES", "AGE", "VERSION"];
+    if wide {
+        header.extend([
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION",
+            "CONTAINER-RUNTIME",
+        ]);
+    }
+    let mut rows = vec![cells(&header)];
+    for node in nodes {
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).unwrap_or("<unknown>").to_string();
+        let ready = (node
+            .status
+            .extra
+            .get("conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten())
+        .find(|c| c["type"] == "Ready")
+        .map_or("Unknown", |c| if c["status"] == "True" { "Ready" } else { "NotReady" });
+        let mut status = ready.to_string();
+        if node.spec.get("unschedulable") == Some(&Value::Bool(true)) {
+            status.push_str(",SchedulingDisabled");
+        }
+        let roles: Vec<&str> = (node.metadata.labels.keys())
+            .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+            .filter(|r| !r.is_empty())
+            .collect();
+        let info = node.status.extra.get("nodeInfo");
+        let mut row = vec![
+            node.metadata.name.clone(),
+            status,
+            if roles.is_empty() {
+                "<none>".into()
+            } else {
+                roles.join(",")
+            },
+            now.map(|now| age(&node.metadata, now)).unwrap_or_default(),
+            text(info.and_then(|i| i.get("kubeletVersion"))),
+        ];
+        if wide {
+            let address = |kind: &str| {
+                (node.status.addresses.iter())
+                    .find(|a| a.address_type == kind)
+                    .map_or("<none>".to_string(), |a| a.address.clone())
+            };
+            row.extend([
+                address("InternalIP"),
+                address("ExternalIP"),
+                text(info.and_then(|i| i.get("osImage"))),
+                text(info.and_then(|i| i.get("kernelVersion"))),
+                text(info.and_then(|i| i.get("containerRuntimeVersion"))),
+            ]);
+        }
+        rows.push(row);
+    }
+    table(&rows)
 }
 
 fn cells(texts: &[&str]) -> Vec<String> {
     texts.iter().map(|t| t.to_string()).collect()
 }
 
-/// `kubectl get pods`: NAME READY STATUS RESTARTS, and with `-o wide` IP
+/// `kubectl get pods`: NAME READY STATUS RESTARTS AGE, and with `-o wide` IP
 /// NODE NOMINATED NODE READINESS GATES.
-fn pods_table(pods: &[&Pod], all_namespaces: bool, wide: bool) -> String {
+fn pods_table(pods: &[&Pod], all_namespaces: bool, wide: bool, now: Option<Time>) -> String {
     let mut header = vec!["NAME", "READY", "STATUS", "RESTARTS"];
+    if now.is_some() {
+        header.push("AGE");
+    }
     if wide {
         header.extend(["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]);
     }
@@ -179,6 +243,7 @@ fn pods_table(pods: &[&Pod], all_namespaces: bool, wide: bool) -> String {
             pod.status.phase.clone().unwrap_or_else(|| "Pending".into()),
             "0".into(),
         ];
+        row.extend(now.map(|now| age(&pod.metadata, now)));
         if wide {
             let ip = pod.ips().into_iter().next().unwrap_or_else(|| "<none>".into());
             let node = pod.spec.node_name.clone().unwrap_or_else(|| "<none>".into());

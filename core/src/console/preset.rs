@@ -11,6 +11,7 @@
 
 use crate::api::parse_manifests;
 use crate::controlplane::{ClusterConfig, ConfigError, ControlPlane};
+use crate::time::Time;
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -126,9 +127,22 @@ pub fn cluster(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> Resul
     let node = json!({
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": NODE_NAME, "labels": {"kubernetes.io/hostname": NODE_NAME}},
+        "metadata": {"name": NODE_NAME, "labels": {
+            "kubernetes.io/hostname": NODE_NAME,
+            "kubernetes.io/os": "linux",
+            "node-role.kubernetes.io/control-plane": "",
+        }},
         "spec": {"podCIDR": pod_cidrs[0], "podCIDRs": pod_cidrs},
-        "status": {"addresses": addresses},
+        "status": {
+            "addresses": addresses,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            "nodeInfo": {
+                "kubeletVersion": "v1.37.2",
+                "osImage": "Debian GNU/Linux 12 (bookworm)",
+                "kernelVersion": "6.1.0-41-amd64",
+                "containerRuntimeVersion": "containerd://1.7.24",
+            },
+        },
     });
     let mut objects = vec![node];
     if let Some(dns_ip) = tenth_address(&cp) {
@@ -142,6 +156,19 @@ pub fn cluster(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> Resul
         }
     }
     Ok(cp)
+}
+
+/// Moves the cluster's clock to `now`, as time passes on a live cluster:
+/// each apiserver renews its lease on the way, so `kubernetes` keeps its
+/// endpoints, and every AGE grows.
+pub fn advance(cp: &mut ControlPlane, now: Time) {
+    let apiservers = cp.config().apiservers.clone();
+    if apiservers.is_empty() {
+        cp.advance_to(now);
+    }
+    for apiserver in apiservers {
+        cp.heartbeat(apiserver, now);
+    }
 }
 
 /// kubeadm's cluster DNS address: the tenth address of the primary service
@@ -282,5 +309,13 @@ mod tests {
         let small = cluster("10.96.0.0/29", 0, ControlPlaneShape::Single).unwrap();
         assert!(small.service("kube-system", "kube-dns").is_none());
         assert_eq!(small.pods().count(), 0);
+    }
+
+    #[test]
+    fn time_passes_and_the_apiservers_keep_their_leases() {
+        let mut cp = cluster("10.96.0.0/12", 0, ControlPlaneShape::HighlyAvailable).unwrap();
+        advance(&mut cp, Time(3_600_000));
+        assert_eq!(cp.now(), Time(3_600_000));
+        assert_eq!(apiservers(&cp).len(), 3);
     }
 }

@@ -130,11 +130,11 @@ fn get_prints_tables_yaml_json_and_names() {
     );
     assert_eq!(
         text(&mut cp, "kubectl get servicecidrs"),
-        "NAME         CIDRS\nkubernetes   10.96.0.0/12"
+        "NAME         CIDRS          AGE\nkubernetes   10.96.0.0/12   0s"
     );
     assert_eq!(
         text(&mut cp, "kubectl get nodes"),
-        "NAME     STATUS   INTERNAL-IP\nnode-1   Ready    192.168.49.2"
+        "NAME     STATUS   ROLES           AGE   VERSION\nnode-1   Ready    control-plane   0s    v1.37.2"
     );
     assert_eq!(run(&mut cp, "kubectl get svc", None).effect, Effect::Read);
 }
@@ -330,7 +330,7 @@ fn deployments_make_pods_in_order_and_replace_a_deleted_one() {
             .lines()
             .nth(1)
             .map(|l| l.split_whitespace().collect::<Vec<_>>()),
-        Some(vec!["web", "3/3", "3", "3"])
+        Some(vec!["web", "3/3", "3", "3", "0s"])
     );
     assert_eq!(
         text(&mut cp, "kubectl scale deployment web --replicas=1"),
@@ -498,4 +498,25 @@ fn starting_pods_does_not_move_the_clusterips_of_later_services() {
     }
     let ip = |cp: &ControlPlane| cp.service("default", "web").unwrap().spec.cluster_ip.clone();
     assert_eq!(ip(&plain), ip(&with_pods));
+}
+
+#[test]
+fn age_grows_with_the_clusters_clock() {
+    let mut cp = cluster("10.96.0.0/12");
+    preset::advance(&mut cp, crate::time::Time(90_000));
+    run(&mut cp, "kubectl create svc clusterip web --tcp=80", None);
+    preset::advance(&mut cp, crate::time::Time(90_000 + 150_000));
+    let table = text(&mut cp, "kubectl get svc");
+    let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0].last(), Some(&"AGE"));
+    assert_eq!(rows[1][0..1], ["kubernetes"]);
+    assert_eq!(rows[1].last(), Some(&"4m"), "{table}");
+    assert_eq!(rows[2].last(), Some(&"2m30s"), "{table}");
+    assert_eq!(
+        cp.apiserver_leases().endpoints().len(),
+        1,
+        "the apiserver kept its lease"
+    );
+    let wide = text(&mut cp, "kubectl get svc web -o wide");
+    assert!(wide.lines().next().unwrap().ends_with("AGE     SELECTOR"), "{wide}");
 }

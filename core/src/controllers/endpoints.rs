@@ -84,6 +84,8 @@ pub fn endpoints_from_slices(service: &Service, slices: &[&EndpointSlice]) -> En
             namespace: service.metadata.namespace_or_default().to_string(),
             labels: endpoints_labels(service),
             annotations,
+            // Written when the Service was: the controller follows at once.
+            creation_timestamp: service.metadata.creation_timestamp.clone(),
             ..ObjectMeta::default()
         },
         subsets,

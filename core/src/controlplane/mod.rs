@@ -254,8 +254,10 @@ impl ControlPlane {
         self.services.insert(key, Arc::new(svc));
     }
 
-    /// Gives a new object its uid and resourceVersion.
+    /// Gives a new object its uid, resourceVersion and creationTimestamp
+    /// (now, to the second, as kube-apiserver writes it).
     fn stamp(&mut self, meta: &mut ObjectMeta) {
+        meta.creation_timestamp = Some(serde_json::Value::String(self.now.rfc3339()));
         meta.uid = format!("00000000-0000-4000-8000-{:012x}", self.next_uid);
         meta.resource_version = self.next_uid.to_string();
         self.next_uid += 1;

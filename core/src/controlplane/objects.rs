@@ -241,8 +241,7 @@ pub(super) fn compare<T: Stored>(new: &mut T, old: Option<&T>) -> ApplyAction {
     let Some(old) = old else {
         return ApplyAction::Created;
     };
-    new.meta_mut().uid = old.meta().uid.clone();
-    new.meta_mut().resource_version = old.meta().resource_version.clone();
+    new.meta_mut().keep_identity_of(old.meta());
     if new == old {
         ApplyAction::Unchanged
     } else {

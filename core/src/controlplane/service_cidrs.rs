@@ -40,6 +40,7 @@ pub fn default_service_cidr(cidrs: &[IpNetwork], now: Time) -> ServiceCidr {
     let mut obj = ServiceCidr::default();
     obj.metadata.name = DEFAULT_SERVICE_CIDR_NAME.into();
     obj.spec.cidrs = cidrs.iter().map(ToString::to_string).collect();
+    obj.metadata.creation_timestamp = Some(serde_json::Value::String(now.rfc3339()));
     admit(&mut obj, now);
     obj
 }

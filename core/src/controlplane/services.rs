@@ -120,8 +120,7 @@ impl ControlPlane {
             self.node_ports.release(*port);
         }
         self.finish_terminating_service_cidrs();
-        svc.metadata.uid = old.metadata.uid.clone();
-        svc.metadata.resource_version = old.metadata.resource_version.clone();
+        svc.metadata.keep_identity_of(&old.metadata);
         if svc != old {
             self.bump(&mut svc.metadata);
         }

@@ -100,8 +100,7 @@ impl ControlPlane {
         let mut slice = kubernetes_endpoint_slice(service, self.leases.endpoints());
         match self.endpoint_slices.get(&key) {
             Some(old) => {
-                slice.metadata.uid = old.metadata.uid.clone();
-                slice.metadata.resource_version = old.metadata.resource_version.clone();
+                slice.metadata.keep_identity_of(&old.metadata);
                 if slice == *old {
                     return;
                 }
@@ -140,8 +139,7 @@ impl ControlPlane {
             let key = (namespace.to_string(), slice.metadata.name.clone());
             match self.endpoint_slices.get(&key) {
                 Some(old) => {
-                    slice.metadata.uid = old.metadata.uid.clone();
-                    slice.metadata.resource_version = old.metadata.resource_version.clone();
+                    slice.metadata.keep_identity_of(&old.metadata);
                     if slice != *old {
                         self.bump(&mut slice.metadata);
                     }

@@ -22,7 +22,7 @@ pub(super) fn endpoint_slices(cp: &ControlPlane, q: &SliceQuery) -> Value {
         (None, _) => cp.endpoint_slices().collect(),
     };
     if q.table {
-        Value::String(endpoint_slices_table(&slices, namespace.is_none()))
+        Value::String(endpoint_slices_table(&slices, namespace.is_none(), None))
     } else {
         to_value(&slices)
     }
@@ -48,7 +48,7 @@ pub(super) fn endpoints(cp: &ControlPlane, q: &EndpointsQuery) -> StepResult {
     };
     if q.table {
         let refs: Vec<&Endpoints> = list.iter().collect();
-        return Ok(Value::String(endpoints_table(&refs, namespace.is_none())));
+        return Ok(Value::String(endpoints_table(&refs, namespace.is_none(), None)));
     }
     match (&q.name, list.as_slice()) {
         (Some(_), [one]) => Ok(to_value(one)),

@@ -105,9 +105,9 @@ impl Ours {
                     .filter(|s| s.metadata.namespace_or_default() == namespace)
                     .collect();
                 Ok(if wide {
-                    kubectl::services_table_wide(&services, false)
+                    kubectl::services_table_wide(&services, false, None)
                 } else {
-                    kubectl::services_table(&services, false)
+                    kubectl::services_table(&services, false, None)
                 })
             }
             Some(["get", "endpointslices" | "endpointslice"]) => {
@@ -116,7 +116,7 @@ impl Ours {
                     .endpoint_slices()
                     .filter(|s| s.metadata.namespace_or_default() == namespace)
                     .collect();
-                Ok(kubectl::endpoint_slices_table(&slices, false))
+                Ok(kubectl::endpoint_slices_table(&slices, false, None))
             }
             Some(["get", "endpoints" | "ep"]) => {
                 let all = self.cp.all_endpoints();
@@ -124,7 +124,7 @@ impl Ours {
                     .iter()
                     .filter(|e| e.metadata.namespace_or_default() == namespace)
                     .collect();
-                Ok(kubectl::endpoints_table(&endpoints, false))
+                Ok(kubectl::endpoints_table(&endpoints, false, None))
             }
             _ => Err(format!(
                 "the suite has no svcnet table for `kubectl {}`",

@@ -100,7 +100,7 @@ fn a_deployment_becomes_pods_with_addresses_and_endpoints() {
     assert_eq!(apply(&mut cp, WEB), ["deployment.apps/web unchanged"]);
     assert_eq!(cp, before);
     assert_eq!(
-        deployments_table(&[&d], false, true),
+        deployments_table(&[&d], false, true, None),
         "NAME   READY   UP-TO-DATE   AVAILABLE   CONTAINERS   IMAGES       SELECTOR\n\
          web    3/3     3            3           nginx        nginx:1.27   app=web\n"
     );
@@ -277,7 +277,7 @@ fn a_full_pod_range_leaves_the_pod_pending_without_an_ip() {
     let d = cp.deployment("default", "web").unwrap();
     assert_eq!((d.status.replicas, d.status.ready_replicas), (2, 1));
     assert_eq!(
-        deployments_table(&[d], false, false).lines().nth(1),
+        deployments_table(&[d], false, false, None).lines().nth(1),
         Some("web    1/2     2            1")
     );
 }
