@@ -272,8 +272,8 @@ fn plan_table(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo,
     format!(
         "Services (kubectl get services -A):\n{}\nEndpointSlices (kubectl get endpointslices -A):\n{}\n\
          IPVS on node {} ({}) (ipvsadm -Ln):\n{}\nAddresses on kube-ipvs0:\n{}",
-        services_table(services, true),
-        endpoint_slices_table(slices, true),
+        services_table(services, true, None),
+        endpoint_slices_table(slices, true, None),
         node.name,
         node.ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         ipvsadm_list(table),

@@ -143,7 +143,7 @@ async function main() {
     const step = () => page.locator('#tour-count').innerText();
     assert.match(await step(), /step 1 of 9/i);
     const first = await page.locator('#console-output').innerText();
-    assert.match(first, /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
+    assert.match(first, /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
     assert.match(first, /kube-system\s+kube-dns\s+ClusterIP\s+10\.96\.0\.10\s+<none>\s+53\/UDP,53\/TCP,9153\/TCP/, 'kubeadm\'s kube-dns on the tenth address');
     assert.match(await page.locator('#tour-body').innerText(), /192\.168\.49\.2:6443 \(kubeadm's default port, 6443\)/);
     await page.click('#tour-next'); // create svc test
@@ -158,7 +158,7 @@ async function main() {
     await page.click('#tour-next'); // delete kubernetes
     const out = await page.locator('#console-output').innerText();
     assert.match(out, /service "kubernetes" deleted/);
-    assert.match(out, /kubectl get svc kubernetes\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s/);
+    assert.match(out, /kubectl get svc kubernetes\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s/);
     await page.click('#tour-next'); // deployment: endpoints appear
     const slices = await page.locator('#view-slices').innerText();
     assert.equal((slices.match(/\bready\b/g) ?? []).length >= 2, true, 'two ready endpoints');
@@ -242,7 +242,7 @@ async function main() {
     assert.match(ipvs, /TCP  192\.168\.49\.2:3\d{4} rr/, 'the NodePort has a virtual server on the node IP');
     assert.match(await page.locator('#ipvs-addresses').innerText(), new RegExp(web.replace(/\./g, '\\.')));
     const get = await kubectl(page, 'kubectl get svc -o wide');
-    assert.match(get, new RegExp(`web\\s+ClusterIP\\s+${web.replace(/\./g, '\\.')}\\s+<none>\\s+80/TCP\\s+app=web`));
+    assert.match(get, new RegExp(`web\\s+ClusterIP\\s+${web.replace(/\./g, '\\.')}\\s+<none>\\s+80/TCP\\s+\\d+s\\s+app=web`));
     await shot(page, '06-console-create');
     await page.context().close();
   });
@@ -303,7 +303,7 @@ async function main() {
 
   await test('claim 2: one apiserver, three (HA) or a managed load balancer; a hand-written kubernetes slice is rewritten, and the console says why', async () => {
     const page = await openPage();
-    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+6443\s+192\.168\.49\.2$/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+6443\s+192\.168\.49\.2\s+\d+s$/);
     await page.selectOption('#control-plane', 'ha');
     await page.waitForFunction(() => window.playground.session.controlPlane === 'ha');
     assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /6443\s+192\.168\.49\.11,192\.168\.49\.12,192\.168\.49\.13/);
@@ -348,7 +348,7 @@ async function main() {
     assert.match(described, /Endpoints:\s+10\.244\.0\.4:8080,10\.244\.0\.5:8080\nSession Affinity:\s+None/);
     assert.match(await kubectl(page, 'kubectl describe endpointslice kubernetes'), /AddressType:\s+IPv4\nPorts:\n\s+Name\s+Port\s+Protocol/);
     assert.match(await kubectl(page, "kubectl get svc kubernetes -o jsonpath='{.spec.clusterIP}'"), /^kubectl get svc kubernetes -o jsonpath='\{\.spec\.clusterIP\}'\n10\.96\.0\.1$/);
-    assert.match(await kubectl(page, 'kubectl get pods -o wide'), /IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES\nweb-\w+-\w+\s+1\/1\s+Running\s+0\s+10\.244\.0\.\d+\s+node-1/);
+    assert.match(await kubectl(page, 'kubectl get pods -o wide'), /IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES\nweb-\w+-\w+\s+1\/1\s+Running\s+0\s+\d+s\s+10\.244\.0\.\d+\s+node-1/);
     await page.context().close();
   });
 
@@ -558,9 +558,9 @@ async function main() {
     const page = await openPage();
     await kubectl(page, 'kubectl create deployment db --image=postgres --replicas=1 --port=5432');
     await kubectl(page, 'kubectl expose deployment db --port=5432');
-    assert.match(await kubectl(page, 'kubectl get endpoints db'), /NAME\s+ENDPOINTS\ndb\s+10\.244\.0\.4:5432/);
+    assert.match(await kubectl(page, 'kubectl get endpoints db'), /NAME\s+ENDPOINTS\s+AGE\ndb\s+10\.244\.0\.4:5432/);
     assert.match(await kubectl(page, 'kubectl get endpointslices'), /NAME\s+ADDRESSTYPE\s+PORTS\s+ENDPOINTS/);
-    assert.match(await kubectl(page, 'kubectl get pods'), /NAME\s+READY\s+STATUS\s+RESTARTS\ndb-\w+-\w+\s+1\/1\s+Running\s+0/);
+    assert.match(await kubectl(page, 'kubectl get pods'), /NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\ndb-\w+-\w+\s+1\/1\s+Running\s+0\s+\d+s/);
     const yaml = await kubectl(page, 'kubectl get svc db -o yaml');
     assert.match(yaml, /apiVersion: v1\nkind: Service\nmetadata:/);
     assert.match(yaml, /clusterIP: 10\./);
@@ -639,7 +639,7 @@ async function main() {
     const page = await openPage('', undefined, OFFLINE_URL);
     await page.click('#tour-start');
     assert.match(await page.locator('#tour-count').innerText(), /step 1 of 9/i);
-    assert.match(await page.locator('#console-output').innerText(), /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
+    assert.match(await page.locator('#console-output').innerText(), /kubectl get svc\nNAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s+<none>\s+443\/TCP/);
     await page.click('#tour-next');
     assert.match(await page.locator('#tour-count').innerText(), /step 2 of 9/i);
     const [expected] = coreClusterIps(['10.96.0.0/12', 0], ['test']);
