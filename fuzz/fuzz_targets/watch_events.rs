@@ -38,9 +38,9 @@ fn json_round_trip(watched: &Watched) {
 fn convert(kind: u8, json: &[u8]) -> Option<Result<Watched, String>> {
     use ipvs_agent::kubeapi::convert;
     Some(match kind % 3 {
-        0 => convert::service(&serde_json::from_slice::<Service>(json).ok()?),
-        1 => convert::endpoint_slice(&serde_json::from_slice::<EndpointSlice>(json).ok()?),
-        _ => convert::node(&serde_json::from_slice::<Node>(json).ok()?),
+        0 => convert::service(serde_json::from_slice::<Service>(json).ok()?),
+        1 => convert::endpoint_slice(serde_json::from_slice::<EndpointSlice>(json).ok()?),
+        _ => convert::node(serde_json::from_slice::<Node>(json).ok()?),
     })
 }
 
