@@ -352,6 +352,28 @@ async function main() {
     await page.context().close();
   });
 
+  await test('claim 4: kube-proxy lists and watches, keeps a cache, and its sync loop coalesces changes within --min-sync-period', async () => {
+    // Commands at set times on the cluster's clock (a shared link keeps them).
+    const history = [
+      { line: 'kubectl create svc clusterip a --tcp=80', at: 5000 },
+      { line: 'kubectl create svc clusterip b --tcp=80', at: 5200 },
+      { line: 'kubectl delete svc a', at: 5400 },
+      { line: 'kubectl get svc', at: 7000 },
+    ];
+    const page = await openPage(`#${encodeState({ cidr: '10.96.0.0/12', seed: 0, history })}`);
+    const view = await tab(page, 'proxy');
+    const syncs = await view.locator('table[aria-label="Syncs"] tbody').innerText();
+    assert.match(syncs, /^0:06\.000\s+partial\s+4\s+\d+\n0:05\.000\s+partial\s+2\s+\d+\n0:00\.000\s+full\s+\d+\s+\d+$/, 'one sync at 5 s; the changes at 5.2 s and 5.4 s wait for the min sync period and go in one sync at 6 s');
+    const events = await view.locator('table[aria-label="Watch events"] tbody').innerText();
+    assert.match(events, /0:05\.400\s+DELETED\s+Service\s+default\/a\s+\d+/);
+    assert.match(events, /0:05\.200\s+ADDED\s+Service\s+default\/b\s+\d+/);
+    const cache = await view.locator('table[aria-label="kube-proxy cache"] tbody').innerText();
+    assert.match(cache, /Service\s+default\/b\s/);
+    assert.doesNotMatch(cache, /default\/a\s/);
+    assert.match(await view.innerText(), /coalesced into one sync/);
+    await page.context().close();
+  });
+
   await test('claim 6: Endpoints and EndpointSlices side by side, with the deprecation warning, the 1,000-address cap and one-way mirroring explained', async () => {
     const page = await openPage('', { width: 1440, height: 900 });
     await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');

@@ -8,6 +8,7 @@ use crate::js::{from_js, millis, to_js};
 use crate::ops;
 use js_sys::{Error, Reflect};
 use serde_json::Value;
+use svcnet_core::console::kube_proxy::KubeProxyView;
 use svcnet_core::controlplane::ControlPlane;
 use wasm_bindgen::prelude::*;
 
@@ -80,6 +81,9 @@ pub fn error(message: &str) -> JsValue {
 #[wasm_bindgen]
 pub struct Cluster {
     pub(crate) cp: ControlPlane,
+    /// kube-proxy following the playground's cluster (see
+    /// `Cluster.kubeProxy()`); none for other clusters.
+    pub(crate) kube_proxy: Option<KubeProxyView>,
 }
 
 #[wasm_bindgen]
@@ -91,7 +95,9 @@ impl Cluster {
     #[wasm_bindgen(constructor)]
     pub fn new(#[wasm_bindgen(unchecked_param_type = "ClusterOptions")] options: JsValue) -> Result<Cluster, JsValue> {
         let options = from_js(&options).map_err(|e| error(&format!("invalid Cluster options: {e}")))?;
-        ops::start(options).map(|cp| Cluster { cp }).map_err(|e| error(&e))
+        ops::start(options)
+            .map(|cp| Cluster { cp, kube_proxy: None })
+            .map_err(|e| error(&e))
     }
 
     /// `kubectl apply -f -` with YAML or JSON text (one or more objects, or
@@ -221,7 +227,7 @@ impl Cluster {
                 .map_err(|e| format!("invalid snapshot: {e}"))
                 .and_then(ops::restore),
         };
-        cp.map(|cp| Cluster { cp }).map_err(|e| error(&e))
+        cp.map(|cp| Cluster { cp, kube_proxy: None }).map_err(|e| error(&e))
     }
 
     /// One pass of the ClusterIP repair loop; returns its events.

@@ -8,6 +8,7 @@ use crate::cluster::{error, Cluster};
 use crate::js::{millis, to_js};
 use crate::ops::{json, node_table};
 use svcnet_core::console;
+use svcnet_core::console::kube_proxy::KubeProxyView;
 use svcnet_core::time::Time;
 use wasm_bindgen::prelude::*;
 
@@ -27,9 +28,13 @@ impl Cluster {
         let word = control_plane.unwrap_or_default();
         let shape = console::preset::ControlPlaneShape::from_word(&word)
             .ok_or_else(|| error(&format!("controlPlane {word:?}: must be single, ha or managed")))?;
-        console::preset::cluster(service_cluster_ip_range, seed, shape)
-            .map(|cp| Cluster { cp })
-            .map_err(|e| error(&e.to_string()))
+        let cp = console::preset::cluster(service_cluster_ip_range, seed, shape).map_err(|e| error(&e.to_string()))?;
+        let mut kube_proxy = KubeProxyView::new(&cp, console::preset::NODE_NAME);
+        kube_proxy.follow(&cp);
+        Ok(Cluster {
+            cp,
+            kube_proxy: Some(kube_proxy),
+        })
     }
 
     /// Runs one console line (`kubectl ...`, `ipvsadm -Ln`, `help`, ...)
@@ -40,7 +45,31 @@ impl Cluster {
     /// `change`.
     #[wasm_bindgen(unchecked_return_type = "{ok: boolean, text: string, note?: string, effect: string}")]
     pub fn kubectl(&mut self, line: &str, stdin: Option<String>) -> JsValue {
-        to_js(&json(&console::run(&mut self.cp, line, stdin.as_deref())))
+        let outcome = console::run(&mut self.cp, line, stdin.as_deref());
+        self.follow();
+        to_js(&json(&outcome))
+    }
+
+    /// kube-proxy on the playground's node as it follows the cluster: the
+    /// watch events it received (`{ at, type, kind, object,
+    /// resourceVersion }`), its cache, its syncs (`{ at, full, events,
+    /// operations, count }`: changes within `minSyncPeriodMs` coalesce into
+    /// one sync), the events waiting and when the next sync is due. `null`
+    /// for a cluster not made by `Cluster.playground`.
+    #[wasm_bindgen(js_name = kubeProxy)]
+    pub fn kube_proxy(&mut self) -> JsValue {
+        self.follow();
+        match &self.kube_proxy {
+            Some(view) => to_js(&json(&view.report())),
+            None => JsValue::NULL,
+        }
+    }
+
+    /// Lets kube-proxy catch up with the cluster.
+    fn follow(&mut self) {
+        if let Some(view) = &mut self.kube_proxy {
+            view.follow(&self.cp);
+        }
     }
 
     /// Moves the cluster's clock to `ms` milliseconds after its start, as
@@ -49,6 +78,7 @@ impl Cluster {
     pub fn tick(&mut self, ms: f64) -> Result<(), JsValue> {
         let ms = millis(ms, "ms").map_err(|e| error(&e))?;
         console::preset::advance(&mut self.cp, Time(ms));
+        self.follow();
         Ok(())
     }
 

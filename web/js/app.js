@@ -11,7 +11,7 @@
 import init, { Cluster } from '../pkg/svcnet_wasm.js';
 import { Session, replay } from './session.js';
 import { esc } from './format.js';
-import { renderServices, renderSlices, renderIpvs, renderDns } from './views.js';
+import { renderServices, renderSlices, renderIpvs, renderDns, renderKubeProxy } from './views.js';
 import { renderRangeMap, rangeExplanation, allocations } from './rangemap.js';
 import { renderWalk } from './walk.js';
 import { STEPS, SELECTORLESS_EXAMPLE } from './tour.js';
@@ -129,6 +129,7 @@ function refresh() {
     slices: renderSlices($('#view-slices'), s),
     ipvs: renderIpvs($('#view-ipvs'), s, app.ipvsMode),
     dns: renderDns($('#view-dns'), s),
+    proxy: renderKubeProxy($('#view-proxy'), s),
   };
   renderWalk($('#view-walk'), s, (cmd) => { run(cmd); });
   for (const [k, n] of Object.entries(counts)) {
@@ -308,7 +309,7 @@ function showStep() {
   $('#tour-body').innerHTML = step.body(app.session);
   $('#tour-back').disabled = t.step === 0;
   $('#tour-next').textContent = t.step === STEPS.length - 1 ? 'Finish' : 'Next';
-  const tab = { services: '#tab-services', slices: '#tab-slices', ipvs: '#tab-ipvs', dns: '#tab-dns', walk: '#tab-walk' }[step.view];
+  const tab = { services: '#tab-services', slices: '#tab-slices', ipvs: '#tab-ipvs', dns: '#tab-dns', walk: '#tab-walk', proxy: '#tab-proxy' }[step.view];
   if (tab) selectTab($(tab));
 }
 

@@ -124,4 +124,32 @@ export function renderDns(el, session) {
   return records.length;
 }
 
+/** Milliseconds on the cluster's clock as `m:ss.mmm` since it started. */
+function clock(ms) {
+  const m = Math.floor(ms / 60000);
+  const sec = ((ms % 60000) / 1000).toFixed(3).padStart(6, '0');
+  return `${m}:${sec}`;
+}
+
+export function renderKubeProxy(el, session) {
+  const k = session.cluster.kubeProxy();
+  if (!k) {
+    el.innerHTML = '<p class="empty">No kube-proxy on this cluster.</p>';
+    return 0;
+  }
+  const events = [...k.events].reverse().slice(0, 40).map((e) => `<tr><td class="mono">${clock(e.at)}</td><td><span class="tag">${esc(e.type)}</span></td><td>${esc(e.kind)}</td><td class="mono">${esc(e.object)}</td><td class="mono">${esc(e.resourceVersion)}</td></tr>`).join('');
+  const syncs = [...k.syncs].reverse().slice(0, 20).map((r) => `<tr><td class="mono">${clock(r.at)}</td><td>${r.full ? 'full' : 'partial'}${r.count > 1 ? ` ×${r.count}` : ''}</td><td>${r.events}</td><td>${r.operations}</td></tr>`).join('');
+  const cache = k.cache.map((c) => `<tr><td>${esc(c.kind)}</td><td class="mono">${esc(c.object)}</td><td class="mono">${esc(c.resourceVersion)}</td></tr>`).join('');
+  const next = k.nextSyncAt == null ? '' : ` The next sync is due at <span class="mono">${clock(k.nextSyncAt)}</span>${k.pendingEvents ? `, with <b>${k.pendingEvents}</b> event(s) waiting for it` : ''}.`;
+  el.innerHTML = `
+    <p class="explain">kube-proxy on <code>${esc(k.node)}</code> does not ask the API server what to program: it <b>lists</b> Services and EndpointSlices once, then <b>watches</b> them, and each change arrives as an event (ADDED, MODIFIED, DELETED) with the object's resourceVersion. It keeps what it saw in a local <b>cache</b> and programs IPVS from that cache in its <b>sync loop</b>: at most one sync per <code>--min-sync-period</code> (${k.minSyncPeriodMs / 1000} s), so changes closer together are <b>coalesced</b> into one sync, and a full resync every <code>--sync-period</code> (${k.syncPeriodMs / 1000} s). The clock is the cluster's (now <span class="mono">${clock(k.now)}</span>).${next}</p>
+    <h3>Sync loop</h3>
+    <table class="grid" aria-label="Syncs"><thead><tr><th scope="col">At</th><th scope="col">Sync</th><th scope="col">Events taken in</th><th scope="col">IPVS operations</th></tr></thead><tbody>${syncs || '<tr><td colspan="4" class="empty">No sync yet.</td></tr>'}</tbody></table>
+    <h3>Watch events, newest first</h3>
+    <table class="grid" aria-label="Watch events"><thead><tr><th scope="col">At</th><th scope="col">Type</th><th scope="col">Kind</th><th scope="col">Object</th><th scope="col">resourceVersion</th></tr></thead><tbody>${events}</tbody></table>
+    <h3>Cache (${k.cache.length} objects)</h3>
+    <table class="grid" aria-label="kube-proxy cache"><thead><tr><th scope="col">Kind</th><th scope="col">Object</th><th scope="col">resourceVersion</th></tr></thead><tbody>${cache}</tbody></table>`;
+  return k.pendingEvents;
+}
+
 export { Session };

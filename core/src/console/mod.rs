@@ -12,6 +12,7 @@ pub mod command;
 pub mod describe;
 pub mod get;
 pub mod jsonpath;
+pub mod kube_proxy;
 pub mod preset;
 pub mod words;
 
