@@ -374,6 +374,22 @@ async function main() {
     await page.context().close();
   });
 
+  await test('claim 5: IPVS, iptables and nftables views, each saying whether an interface holds the ClusterIP; ip addr show kube-ipvs0 and iptables-save in the console', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');
+    await kubectl(page, 'kubectl expose deployment web --port=80');
+    assert.match(await kubectl(page, 'ip addr show kube-ipvs0'), /kube-ipvs0: <BROADCAST,NOARP>[^]*inet 10\.96\.0\.1\/32 scope global kube-ipvs0/);
+    assert.match(await kubectl(page, 'iptables-save'), /-A KUBE-SERVICES -d 10\.96\.0\.1\/32 -p tcp -m comment --comment "default\/kubernetes:https cluster IP" -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y/);
+    const view = await tab(page, 'ipvs');
+    assert.match(await view.locator('#ipvs-where').innerText(), /an interface does hold it/);
+    await view.locator('input[name="ipvs-mode"][value="iptables"]').check();
+    assert.match(await page.locator('#ipvs-where').innerText(), /no interface holds the ClusterIP/);
+    assert.match(await page.locator('#ipvs-text').innerText(), /-m statistic --mode random --probability 0\.50000000000 -j KUBE-SEP-/);
+    await page.locator('input[name="ipvs-mode"][value="nft"]').check();
+    assert.match(await page.locator('#ipvs-text').innerText(), /^table inet svcnet \{/);
+    await page.context().close();
+  });
+
   await test('claim 6: Endpoints and EndpointSlices side by side, with the deprecation warning, the 1,000-address cap and one-way mirroring explained', async () => {
     const page = await openPage('', { width: 1440, height: 900 });
     await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');
@@ -499,7 +515,9 @@ async function main() {
     const other = await openPage(new URL(shared).hash);
     assert.equal(await other.locator('#view-services [data-service="api"] .cluster-ip').innerText(), ip);
     assert.equal(await other.inputValue('#seed-input'), '7');
-    assert.equal(await kubectl(other, 'kubectl get pods -o wide'), pods);
+    // The same pods and addresses; AGE depends on when each page ran it.
+    const noAge = (t) => t.replace(/(Running\s+\d+\s+)\S+/g, '$1<age>');
+    assert.equal(noAge(await kubectl(other, 'kubectl get pods -o wide')), noAge(pods));
     assert.match(await other.locator('#console-output').innerText(), /Restored from the link: 4 command/);
     await page.context().close();
     await other.context().close();

@@ -97,17 +97,26 @@ export function renderSlices(el, session) {
 }
 
 export function renderIpvs(el, session, mode) {
-  const text = mode === 'save' ? session.cluster.ipvsadmSave(session.node) : session.cluster.ipvsadmList(session.node);
   const table = session.cluster.ipvsTable(session.node);
   const addrs = table.addresses ?? [];
+  // What the node's dataplane holds in each mode, from the core's console.
+  const shown = {
+    list: { line: 'ipvsadm -Ln', where: `IPVS mode: every ClusterIP is bound on the dummy interface <code>kube-ipvs0</code>, so an interface does hold it.` },
+    save: { line: 'ipvsadm-save -n', where: `IPVS mode: every ClusterIP is bound on the dummy interface <code>kube-ipvs0</code>, so an interface does hold it.` },
+    iptables: { line: 'iptables-save', where: 'iptables mode: <b>no interface holds the ClusterIP</b>; it exists only in the nat rules below.' },
+    nft: { line: 'nft list ruleset', where: 'svcnet\'s nftables table beside IPVS mode: the ClusterIPs stay on <code>kube-ipvs0</code>; these sets and chains add masquerading and filtering.' },
+  }[mode] ?? null;
+  const view = shown ?? { line: 'ipvsadm -Ln', where: '' };
+  const answer = session.cluster.kubectl(view.line);
+  const radio = (value, label) => `<label><input type="radio" name="ipvs-mode" value="${value}" ${(shown ? mode : 'list') === value ? 'checked' : ''}> <code>${label}</code></label>`;
   el.innerHTML = `
-    <p class="explain">What kube-proxy in IPVS mode programs on <code>${esc(session.node)}</code>: each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints. <code>Masq</code> means NAT: the kernel rewrites the destination to the chosen pod. NodePorts add a virtual server on the node's own address.</p>
-    <div class="walk-controls" role="radiogroup" aria-label="Format">
-      <label><input type="radio" name="ipvs-mode" value="list" ${mode !== 'save' ? 'checked' : ''}> <code>ipvsadm -Ln</code></label>
-      <label><input type="radio" name="ipvs-mode" value="save" ${mode === 'save' ? 'checked' : ''}> <code>ipvsadm-save -n</code></label>
+    <p class="explain">What kube-proxy programs on <code>${esc(session.node)}</code>. In <b>IPVS mode</b> (this node's) each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints; <code>Masq</code> means NAT. In <b>iptables mode</b> the same Services become NAT rules instead. Pick what to see:</p>
+    <div class="walk-controls" role="radiogroup" aria-label="Mode and format">
+      ${radio('list', 'ipvsadm -Ln')}${radio('save', 'ipvsadm-save -n')}${radio('iptables', 'iptables-save')}${radio('nft', 'nft list ruleset')}
     </div>
-    <pre class="block" id="ipvs-text" aria-label="IPVS table">${esc(text)}</pre>
-    <h3>Addresses on kube-ipvs0</h3>
+    <p class="hint" id="ipvs-where">${view.where}</p>
+    <pre class="block" id="ipvs-text" aria-label="${esc(view.line)}">${esc(answer.text)}</pre>
+    <h3>Addresses on kube-ipvs0 (IPVS mode)</h3>
     <p class="mono" id="ipvs-addresses">${addrs.map(esc).join('  ') || '<span class="empty">none</span>'}</p>`;
   return Object.keys(table.virtualServers ?? {}).length;
 }

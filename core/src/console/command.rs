@@ -139,6 +139,12 @@ pub enum Command {
         /// `ipvsadm-save` rather than `ipvsadm -Ln`.
         save: bool,
     },
+    /// `iptables-save`: the rules kube-proxy's iptables mode would write.
+    IptablesSave,
+    /// `nft list ruleset`.
+    NftListRuleset,
+    /// `ip addr show kube-ipvs0` (or `ip addr`, `ip a`).
+    IpAddrShow,
     /// `simulate ready|unready POD`: the playground's stand-in for a
     /// readiness probe that passes or fails.
     Readiness {
@@ -160,6 +166,24 @@ pub fn parse(line: &str, stdin: Option<&str>) -> Result<Command, UsageError> {
         "clear" => return Ok(Command::Clear),
         "ipvsadm" => return parse_ipvsadm(rest),
         "ipvsadm-save" => return Ok(Command::Ipvsadm { save: true }),
+        "iptables-save" => return Ok(Command::IptablesSave),
+        "nft" => {
+            return match rest.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                ["list", "ruleset"] => Ok(Command::NftListRuleset),
+                _ => Err(UsageError::new(
+                    "this console shows the whole ruleset: nft list ruleset",
+                )),
+            }
+        }
+        "ip" => {
+            return match rest.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                ["a" | "addr" | "address"]
+                | ["a" | "addr" | "address", "show" | "list" | "s"]
+                | ["a" | "addr" | "address", "show" | "list" | "s", "kube-ipvs0"]
+                | ["a" | "addr" | "address", "show" | "list" | "s", "dev", "kube-ipvs0"] => Ok(Command::IpAddrShow),
+                _ => Err(UsageError::new("this console shows addresses: ip addr show kube-ipvs0")),
+            }
+        }
         "simulate" => return parse_simulate(rest),
         "kubectl" | "k" => {}
         other => {

@@ -13,6 +13,7 @@ pub mod describe;
 pub mod get;
 pub mod jsonpath;
 pub mod kube_proxy;
+pub mod modes;
 pub mod preset;
 pub mod words;
 
@@ -114,6 +115,9 @@ pub const HELP: &str = "Commands (the same as kubectl's; the default namespace u
   kubectl exec POD -- env        the Service variables the kubelet gave the pod when it started
   ipvsadm -Ln                    the IPVS table kube-proxy programs on the first node
   ipvsadm-save -n                the same, as ipvs-agent plan --format ipvsadm-save
+  ip addr show kube-ipvs0        where IPVS mode binds every ClusterIP
+  iptables-save                  the rules kube-proxy's iptables mode would write instead
+  nft list ruleset               svcnet's own nftables table (masquerade and filter, beside IPVS)
 Playground only:
   simulate unready POD           the pod's readiness probe starts failing
   simulate ready POD             and passes again
@@ -190,6 +194,9 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
             variable,
         } => exec(cp, &pod, &namespace, variable.as_deref()),
         Command::Ipvsadm { save } => ipvsadm(cp, save),
+        Command::IptablesSave => modes::iptables_save(cp),
+        Command::NftListRuleset => modes::nft_list_ruleset(cp),
+        Command::IpAddrShow => modes::ip_addr_show(cp),
         Command::Readiness { pod, ready } => readiness(cp, &pod, ready),
     }
 }

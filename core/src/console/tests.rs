@@ -520,3 +520,58 @@ fn age_grows_with_the_clusters_clock() {
     let wide = text(&mut cp, "kubectl get svc web -o wide");
     assert!(wide.lines().next().unwrap().ends_with("AGE     SELECTOR"), "{wide}");
 }
+
+#[test]
+fn the_three_modes_show_where_a_clusterip_lives() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(
+        &mut cp,
+        "kubectl create deployment web --image=nginx --replicas=2 --port=8080",
+        None,
+    );
+    run(
+        &mut cp,
+        "kubectl expose deployment web --port=80 --target-port=8080",
+        None,
+    );
+    run(&mut cp, "kubectl create svc clusterip lonely --tcp=80", None);
+    let web = cp.service("default", "web").unwrap().spec.cluster_ip.clone();
+    let lonely = cp.service("default", "lonely").unwrap().spec.cluster_ip.clone();
+
+    let ip = run(&mut cp, "ip addr show kube-ipvs0", None);
+    assert!(
+        ip.text.contains(&format!("inet {web}/32 scope global kube-ipvs0")),
+        "{}",
+        ip.text
+    );
+    assert!(ip.text.contains("inet 10.96.0.1/32"));
+    assert!(ip.note.unwrap().contains("binds every ClusterIP"));
+
+    let rules = run(&mut cp, "iptables-save", None);
+    let text = &rules.text;
+    assert!(text.starts_with("*filter\n") && text.ends_with("COMMIT"), "{text}");
+    assert!(text.contains(
+        "-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment \"default/kubernetes:https cluster IP\" -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y"
+    ), "{text}");
+    assert!(text.contains(&format!(
+        "-A KUBE-SERVICES -d {lonely}/32 -p tcp -m comment --comment \"default/lonely:80-80 has no endpoints\" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable"
+    )), "{text}");
+    assert!(
+        text.contains("-m statistic --mode random --probability 0.50000000000 -j KUBE-SEP-"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-m tcp -j DNAT --to-destination 10.244.0.4:8080"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("! -s 10.244.0.0/16 -d {web}/32 -p tcp")),
+        "{text}"
+    );
+    assert!(rules.note.unwrap().contains("no interface holds a ClusterIP"));
+
+    let nft = run(&mut cp, "nft list ruleset", None);
+    assert!(nft.ok && nft.text.starts_with("table inet svcnet {"), "{}", nft.text);
+    assert!(nft.text.contains(&web), "{}", nft.text);
+    assert!(!run(&mut cp, "nft flush ruleset", None).ok);
+}

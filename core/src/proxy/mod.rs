@@ -32,6 +32,7 @@ pub mod error;
 pub mod go_duration;
 pub mod health;
 pub mod index;
+pub mod iptables;
 pub mod kube_proxy_config;
 pub mod nftables;
 pub mod node;
