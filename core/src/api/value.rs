@@ -273,3 +273,24 @@ impl<'de> Visitor<'de> for Refuse {
         Err(de::Error::custom("duplicate key"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_document_as_a_value() {
+        let value = decode_text("a: &x {b: 1}\nc: *x\nd: [true, ~, 1.5]\n").unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"a": {"b": 1}, "c": {"b": 1}, "d": [true, null, 1.5]})
+        );
+        assert_eq!(decode_text("").unwrap(), Value::Null);
+        assert_eq!(
+            decode_text("a: 1\n---\nb: 2\n").unwrap_err(),
+            "more than one YAML document where one is expected"
+        );
+        let duplicate = decode_text("a: 1\na: 2\n").unwrap_err();
+        assert_eq!(duplicate, "a: duplicate key at line 2 column 4");
+    }
+}

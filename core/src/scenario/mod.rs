@@ -693,6 +693,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn steps_hold_one_action_beside_their_expectations() {
+        let step = |value: Value| crate::api::decode::from_value::<Step>(value).map(|d| d.value);
+        let apply = step(json!({"apply": "kind: List\n", "expect": null, "expectError": "x"})).unwrap();
+        assert!(matches!(apply.action, Action::Apply(ref text) if text == "kind: List\n"));
+        assert_eq!((apply.expect, apply.expect_error), (None, Some(json!("x"))));
+        assert!(matches!(step(json!({"usage": {}})).unwrap().action, Action::Usage(_)));
+        let unknown = step(json!({"frob": {}, "expect": 1})).unwrap_err().to_string();
+        assert!(unknown.starts_with("unknown variant `frob`"), "{unknown}");
+    }
+
     fn check(want: Value, got: Value) -> Vec<String> {
         let mut f = Vec::new();
         compare(&want, &got, "output", &mut f);
