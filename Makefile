@@ -30,10 +30,11 @@ help: ## List the targets
 	@echo
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Install what the tests need (the wasm32 toolchain fallback, wasm-bindgen-cli); idempotent
+deps: ## Install what the tests need (the wasm32 toolchain fallback, wasm-bindgen-cli, wasm-opt); idempotent
 	$(step)
 	$(WASM) install
 	$(WASM_PACKAGE) install-bindgen
+	$(WASM_PACKAGE) install-opt
 
 fmt: ## Format all Rust code (cargo fmt --all)
 	$(step)

@@ -5,19 +5,25 @@
 # Usage: scripts/playground.sh prepare | offline | serve [PORT] | deps | test
 #
 #   prepare   copy the browser package `make wasm` wrote (target/wasm/web/)
-#             into web/pkg/, where web/js/app.js imports it (git-ignored)
+#             into web/pkg/, where web/js/app.js imports it (git-ignored),
+#             with .br and .gz copies of its files beside them
+#             (scripts/precompress.mjs) for serve
 #   offline   the file:// build in target/playground-offline/: web/js/ and
 #             web/pkg/ bundled into one classic script with the wasm inside
 #             (scripts/web-bundle/bundle.mjs, with the pinned esbuild from
 #             npm ci there); prints the path of its index.html and its size
-#   serve     serve web/ on 127.0.0.1 (python3 -m http.server), printing the
-#             URL; PORT defaults to 8080, or the next free one
+#   serve     serve web/ on 127.0.0.1 (scripts/serve-precompressed.py:
+#             python3's http.server, sending the .br or .gz copy of a file
+#             with Content-Encoding when the browser accepts it), printing
+#             the URL; PORT defaults to 8080, or the next free one
 #   deps      Debian's Chromium (apt-get, only when /usr/bin/chromium is
 #             missing) and the pinned playwright-core (npm ci in
 #             tests/browser/); never lets a tool download a browser of its own
-#   test      node --test tests/browser/session.test.mjs and presentation.test.mjs
-#             (over the Node build), then tests/browser/run.mjs in Chromium
-#             (needs prepare, deps and target/wasm/node)
+#   test      serve's answers checked (the wasm sent as Brotli, as gzip and
+#             plain, each the same bytes), node --test
+#             tests/browser/session.test.mjs and presentation.test.mjs (over
+#             the Node build), then tests/browser/run.mjs in Chromium (needs
+#             prepare, deps and target/wasm/node)
 
 set -euo pipefail
 
@@ -35,7 +41,9 @@ prepare() {
     mkdir -p "$WEB/pkg"
     cp "$PKG_SRC/svcnet_wasm.js" "$PKG_SRC/svcnet_wasm_bg.wasm" "$WEB/pkg/"
     [[ -f "$PKG_SRC/svcnet_wasm.d.ts" ]] && cp "$PKG_SRC/svcnet_wasm.d.ts" "$WEB/pkg/"
-    log "web/pkg/: $(du -k "$WEB/pkg/svcnet_wasm_bg.wasm" | cut -f1) KB of wasm; web/ is ready for any static host"
+    node "$ROOT/scripts/precompress.mjs" "$WEB/pkg/svcnet_wasm_bg.wasm" "$WEB/pkg/svcnet_wasm.js" |
+        sed 's/^/[playground] web\/pkg\//' >&2
+    log "web/pkg/ is ready for any static host (.br and .gz beside the files for one that sends them)"
 }
 
 # npm ci in "$1" unless node_modules/ was installed from the same lock file.
@@ -80,7 +88,7 @@ serve() {
     echo "  Playground: http://localhost:$port/"
     echo "  (serving $WEB; Ctrl+C stops it)"
     echo
-    exec python3 -m http.server "$port" --bind 127.0.0.1 --directory "$WEB"
+    exec python3 "$ROOT/scripts/serve-precompressed.py" "$port" "$WEB"
 }
 
 deps() {
@@ -94,6 +102,46 @@ deps() {
     npm_ci "$ROOT/tests/browser"
 }
 
+# Starts serve's server on a free port, asks for the wasm with each
+# Accept-Encoding, and checks the Content-Encoding and that the bytes,
+# decoded, are the file's.
+serve_check() {
+    local port=8180
+    until port_free "$port"; do port=$((port + 1)); done
+    python3 "$ROOT/scripts/serve-precompressed.py" "$port" "$WEB" 2>/dev/null &
+    local server=$!
+    local status=0
+    python3 - "$port" "$WEB/pkg/svcnet_wasm_bg.wasm" <<'PY' || status=1
+import gzip, subprocess, sys, time, urllib.request
+port, path = sys.argv[1], sys.argv[2]
+want = open(path, "rb").read()
+url = f"http://127.0.0.1:{port}/pkg/svcnet_wasm_bg.wasm"
+def fetch(accept):
+    for _ in range(50):
+        try:
+            request = urllib.request.Request(url, headers={"Accept-Encoding": accept})
+            with urllib.request.urlopen(request) as r:
+                return r.headers.get("Content-Encoding"), r.headers.get("Content-Type"), r.read()
+        except OSError:
+            time.sleep(0.1)
+    sys.exit("the server did not answer")
+decode = {
+    "br": lambda b: subprocess.run(["node", "-e", "process.stdout.write(require('zlib').brotliDecompressSync(require('fs').readFileSync(0)))"], input=b, capture_output=True, check=True).stdout,
+    "gzip": gzip.decompress,
+    None: lambda b: b,
+}
+for accept, coding in (("gzip, deflate, br", "br"), ("gzip", "gzip"), ("identity", None)):
+    got, kind, body = fetch(accept)
+    assert got == coding, f"Accept-Encoding {accept!r}: Content-Encoding {got!r}, expected {coding!r}"
+    assert kind == "application/wasm", f"Content-Type {kind!r}"
+    assert decode[coding](body) == want, f"Accept-Encoding {accept!r}: not the file's bytes"
+    print(f"[playground] serve: Accept-Encoding {accept!r} -> {coding or 'identity'}, {len(body)} bytes", file=sys.stderr)
+PY
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    return "$status"
+}
+
 run_tests() {
     [[ -f "$ROOT/target/wasm/node/svcnet_wasm.js" ]] || die "no Node package in target/wasm/node: run make wasm first"
     [[ -f "$ROOT/target/playground-offline/index.html" ]] || die "no file:// build in target/playground-offline: run make playground-site first"
@@ -101,6 +149,7 @@ run_tests() {
     # The session and the presentation-only guard over the Node build first
     # (no browser), then Chromium.
     local status=0
+    serve_check || status=1
     node --test session.test.mjs presentation.test.mjs || status=1
     node run.mjs || status=1
     return "$status"

@@ -6,9 +6,11 @@
 //! behaviour-vector runner ([`svcnet_core::scenario`]) so that a result seen
 //! in the browser is the one a vector records.
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use std::net::SocketAddr;
+use svcnet_core::api::decode::from_value;
 use svcnet_core::api::Resource;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane, Snapshot};
 use svcnet_core::proxy::{ipvsadm_list, ipvsadm_save, IpvsTable};
@@ -31,9 +33,16 @@ pub fn json<T: Serialize + ?Sized>(data: &T) -> Value {
     serde_json::to_value(data).unwrap_or(Value::Null)
 }
 
+/// Decodes the core's data from JSON with [`from_value`], as the core
+/// decodes manifests and vectors (one copy of each type's decoding code in
+/// the module); the error is `serde_json::from_value`'s message.
+fn decode<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+    from_value(value).map(|d| d.value).map_err(|e| e.message)
+}
+
 /// Starts a cluster; the error is the core's configuration message.
 pub fn start(options: Value) -> Result<ControlPlane, String> {
-    let config: ClusterConfig = serde_json::from_value(options).map_err(|e| format!("invalid Cluster options: {e}"))?;
+    let config: ClusterConfig = decode(options).map_err(|e| format!("invalid Cluster options: {e}"))?;
     ControlPlane::new(config).map_err(|e| e.to_string())
 }
 
@@ -136,14 +145,15 @@ pub fn ipvsadm_list_text(cp: &ControlPlane, node: &str) -> Result<String, String
 
 /// Restores a snapshot given as JSON data.
 pub fn restore(snapshot: Value) -> Result<ControlPlane, String> {
-    let snapshot: Snapshot = serde_json::from_value(snapshot).map_err(|e| format!("invalid snapshot: {e}"))?;
+    let snapshot: Snapshot = decode(snapshot).map_err(|e| format!("invalid snapshot: {e}"))?;
     ControlPlane::restore(snapshot).map_err(|e| e.to_string())
 }
 
-/// Restores a snapshot given as JSON text.
+/// Restores a snapshot given as JSON text: read as a JSON value, then as
+/// [`restore`] does (a syntax error names its line and column).
 pub fn restore_json(text: &str) -> Result<ControlPlane, String> {
-    let snapshot: Snapshot = serde_json::from_str(text).map_err(|e| format!("invalid snapshot: {e}"))?;
-    ControlPlane::restore(snapshot).map_err(|e| e.to_string())
+    let snapshot: Value = serde_json::from_str(text).map_err(|e| format!("invalid snapshot: {e}"))?;
+    restore(snapshot)
 }
 
 /// Runs one behaviour vector and returns its report as pretty JSON, exactly

@@ -10,6 +10,7 @@
 //! top level, `metadata`, a Service, an EndpointSlice, a Deployment's
 //! `spec`) are still reported.
 
+use super::decode;
 use super::deployment::Deployment;
 use super::endpoint_slice::EndpointSlice;
 use super::endpoints::Endpoints;
@@ -187,24 +188,12 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
 ///
 /// The text is held to the input limits ([`super::limits`]) first, by a
 /// linear scan ([`super::scan`]), so that nothing is parsed of a text too
-/// large or too deeply nested. Decoding then first runs without tracking
-/// where it is in each object (which costs an allocation per field); only
-/// when that fails is the text decoded again with the tracking on, so the
-/// error names the field.
+/// large or too deeply nested. Each document becomes a JSON value
+/// ([`value::decode`]), and each object is decoded from it by
+/// [`decode::from_value`], which names the field an error is at.
 pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError> {
     check_file_size(text.len()).map_err(ManifestError::Text)?;
     scan(text).map_err(|(document, limit)| ManifestError::Limit { document, limit })?;
-    parse_documents_with(text, Paths::Untracked).or_else(|_| parse_documents_with(text, Paths::Tracked))
-}
-
-/// Whether decoding keeps track of the path to the current field.
-#[derive(Clone, Copy)]
-enum Paths {
-    Untracked,
-    Tracked,
-}
-
-fn parse_documents_with(text: &str, paths: Paths) -> Result<Vec<(usize, Object)>, ManifestError> {
     let mut objects = Vec::new();
     // Nodes the whole text may decode to: a document without aliases has
     // at most two per byte; aliases may add MAX_ALIAS_EXPANSION.
@@ -246,11 +235,11 @@ fn parse_documents_with(text: &str, paths: Paths) -> Result<Vec<(usize, Object)>
                 .unwrap_or_default();
             too_many(&objects, items.len())?;
             for item in items {
-                objects.push((document, decode_with(item, paths).map_err(fail)?));
+                objects.push((document, decode_object(item).map_err(fail)?));
             }
         } else {
             too_many(&objects, 1)?;
-            objects.push((document, decode_with(value, paths).map_err(fail)?));
+            objects.push((document, decode_object(value).map_err(fail)?));
         }
     }
     Ok(objects)
@@ -300,7 +289,7 @@ fn duplicate_key(
 }
 
 /// Decodes one object from its JSON value, dispatching on `apiVersion`/`kind`.
-fn decode_with(value: serde_json::Value, paths: Paths) -> Result<Object, String> {
+fn decode_object(value: serde_json::Value) -> Result<Object, String> {
     if !value.is_object() {
         return Err(format!(
             "expected an object with apiVersion and kind, found {}",
@@ -321,46 +310,34 @@ fn decode_with(value: serde_json::Value, paths: Paths) -> Result<Object, String>
         return Err(format!("Object 'Kind' is missing in '{}'", short(&value)));
     }
     match (version.as_str(), kind.as_str()) {
-        ("v1", "Service") => strict::<Service>(value, &kind, &version, paths).map(|s| Object::Service(Box::new(s))),
+        ("v1", "Service") => strict::<Service>(value, &kind, &version).map(|s| Object::Service(Box::new(s))),
         ("networking.k8s.io/v1" | "networking.k8s.io/v1beta1", "ServiceCIDR") => {
-            strict::<ServiceCidr>(value, &kind, &version, paths).map(|s| Object::ServiceCidr(Box::new(s)))
+            strict::<ServiceCidr>(value, &kind, &version).map(|s| Object::ServiceCidr(Box::new(s)))
         }
-        ("v1", "Pod") => strict::<Pod>(value, &kind, &version, paths).map(|p| Object::Pod(Box::new(p))),
-        ("v1", "Node") => strict::<Node>(value, &kind, &version, paths).map(|n| Object::Node(Box::new(n))),
+        ("v1", "Pod") => strict::<Pod>(value, &kind, &version).map(|p| Object::Pod(Box::new(p))),
+        ("v1", "Node") => strict::<Node>(value, &kind, &version).map(|n| Object::Node(Box::new(n))),
         ("discovery.k8s.io/v1", "EndpointSlice") => {
-            strict::<EndpointSlice>(value, &kind, &version, paths).map(|e| Object::EndpointSlice(Box::new(e)))
+            strict::<EndpointSlice>(value, &kind, &version).map(|e| Object::EndpointSlice(Box::new(e)))
         }
-        ("v1", "Endpoints") => {
-            strict::<Endpoints>(value, &kind, &version, paths).map(|e| Object::Endpoints(Box::new(e)))
-        }
+        ("v1", "Endpoints") => strict::<Endpoints>(value, &kind, &version).map(|e| Object::Endpoints(Box::new(e))),
         ("apps/v1", "Deployment") => {
-            strict::<Deployment>(value, &kind, &version, paths).map(|d| Object::Deployment(Box::new(d)))
+            strict::<Deployment>(value, &kind, &version).map(|d| Object::Deployment(Box::new(d)))
         }
         _ => Err(format!("no matches for kind {kind:?} in version {version:?}")),
     }
 }
 
-fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &str, paths: Paths) -> Result<T, String> {
-    let mut unknown = Vec::new();
-    let mut record = |path: serde_ignored::Path| unknown.push(path.to_string());
-    let ignored = serde_ignored::Deserializer::new(value, &mut record);
+fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &str) -> Result<T, String> {
     let prefix = format!("{kind} in version {version:?} cannot be handled as a {kind}");
-    let decoded: Result<T, String> = match paths {
-        Paths::Untracked => T::deserialize(ignored).map_err(|e| e.to_string()),
-        Paths::Tracked => {
-            serde_path_to_error::deserialize(ignored).map_err(|e| format!("{} (at {})", e.inner(), e.path()))
-        }
-    };
-    match decoded {
+    match decode::from_value::<T>(value) {
         Err(e) => Err(format!("{prefix}: {e}")),
-        Ok(_) if !unknown.is_empty() => {
-            let names: Vec<String> = unknown
-                .iter()
+        Ok(decoded) if !decoded.ignored.is_empty() => {
+            let names: Vec<String> = (decoded.ignored.iter())
                 .map(|p| format!("unknown field {:?}", go_path(p)))
                 .collect();
             Err(format!("{prefix}: strict decoding error: {}", names.join(", ")))
         }
-        Ok(t) => Ok(t),
+        Ok(decoded) => Ok(decoded.value),
     }
 }
 

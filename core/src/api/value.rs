@@ -3,6 +3,7 @@
 //! decoding does) and the number of nodes is bounded, so aliases cannot
 //! expand a small document into a huge value ("billion laughs").
 
+use super::limits::MAX_ALIAS_EXPANSION;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::cell::RefCell;
@@ -43,6 +44,24 @@ pub fn decode<'de, D: Deserializer<'de>>(document: D, budget: usize) -> (Result<
     let State { budget, mut problem } = state.into_inner();
     problem.remaining = budget;
     (result, problem)
+}
+
+/// The whole text as one YAML or JSON document (a behaviour vector), read
+/// as a manifest's documents are: a key given twice is refused, and
+/// aliases may not expand it beyond twice its length plus
+/// [`MAX_ALIAS_EXPANSION`] nodes. Empty text is `null`. The error is the
+/// YAML parser's message, with its line and column.
+pub fn decode_text(text: &str) -> Result<Value, String> {
+    let budget = text.len().saturating_mul(2).saturating_add(MAX_ALIAS_EXPANSION);
+    let mut documents = serde_yaml_ng::Deserializer::from_str(text);
+    let Some(document) = documents.next() else {
+        return Ok(Value::Null);
+    };
+    let value = decode(document, budget).0.map_err(|e| e.to_string())?;
+    match documents.next() {
+        None => Ok(value),
+        Some(_) => Err("more than one YAML document where one is expected".to_string()),
+    }
 }
 
 struct State {
@@ -252,5 +271,26 @@ impl<'de> Visitor<'de> for Refuse {
 
     fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
         Err(de::Error::custom("duplicate key"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_document_as_a_value() {
+        let value = decode_text("a: &x {b: 1}\nc: *x\nd: [true, ~, 1.5]\n").unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"a": {"b": 1}, "c": {"b": 1}, "d": [true, null, 1.5]})
+        );
+        assert_eq!(decode_text("").unwrap(), Value::Null);
+        assert_eq!(
+            decode_text("a: 1\n---\nb: 2\n").unwrap_err(),
+            "more than one YAML document where one is expected"
+        );
+        let duplicate = decode_text("a: 1\na: 2\n").unwrap_err();
+        assert_eq!(duplicate, "a: duplicate key at line 2 column 4");
     }
 }

@@ -50,20 +50,39 @@ pub struct Vector {
     pub steps: Vec<Step>,
 }
 
-/// One action with its expectations.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// One action with its expectations: a mapping with the action's key
+/// (`apply: ...`) beside `expect` and `expectError`.
+#[derive(Clone, Debug)]
 pub struct Step {
     /// What to do.
-    #[serde(flatten)]
     pub action: Action,
     /// The expected output (partial match).
-    #[serde(default)]
     pub expect: Option<Value>,
     /// The expected error message: exact text, or a matcher such as
     /// `{$contains: "..."}`.
-    #[serde(default)]
     pub expect_error: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for Step {
+    /// Takes `expect` and `expectError` out (`null` is none) and decodes
+    /// what is left, the one action key, as an [`Action`] through
+    /// [`crate::api::decode::from_value`]. (A derived `#[serde(flatten)]`
+    /// would buffer the step and decode every action's types a second
+    /// time, from that buffer: in the wasm build, a copy of the snapshot
+    /// and configuration decoders.)
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Step, D::Error> {
+        let mut step = serde_json::Map::deserialize(deserializer)?;
+        let mut take = |key: &str| step.remove(key).filter(|v| !v.is_null());
+        let (expect, expect_error) = (take("expect"), take("expectError"));
+        let action = crate::api::decode::from_value::<Action>(Value::Object(step))
+            .map_err(serde::de::Error::custom)?
+            .value;
+        Ok(Step {
+            action,
+            expect,
+            expect_error,
+        })
+    }
 }
 
 /// The actions a vector can take.
@@ -324,11 +343,16 @@ impl VectorReport {
     }
 }
 
-/// Parses a vector file (YAML or JSON) and runs it.
+/// Parses a vector file (YAML or JSON) and runs it. The text is read into
+/// a JSON value first and decoded from there
+/// ([`crate::api::decode::from_value`]), as manifests and snapshots are, so
+/// the types a vector holds (configurations, snapshots) are decoded by the
+/// same code as everywhere else.
 pub fn run_vector_text(text: &str) -> Result<VectorReport, String> {
     crate::api::limits::check_text(text).map_err(|e| format!("invalid vector: {e}"))?;
-    let vector: Vector = serde_yaml_ng::from_str(text).map_err(|e| format!("invalid vector: {e}"))?;
-    Ok(run_vector(&vector))
+    let value = crate::api::value::decode_text(text).map_err(|e| format!("invalid vector: {e}"))?;
+    let vector = crate::api::decode::from_value::<Vector>(value).map_err(|e| format!("invalid vector: {e}"))?;
+    Ok(run_vector(&vector.value))
 }
 
 /// Runs a vector against a fresh control plane.
@@ -668,6 +692,17 @@ fn apply_matcher(name: &str, arg: &Value, got: &Value, path: &str, failures: &mu
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn steps_hold_one_action_beside_their_expectations() {
+        let step = |value: Value| crate::api::decode::from_value::<Step>(value).map(|d| d.value);
+        let apply = step(json!({"apply": "kind: List\n", "expect": null, "expectError": "x"})).unwrap();
+        assert!(matches!(apply.action, Action::Apply(ref text) if text == "kind: List\n"));
+        assert_eq!((apply.expect, apply.expect_error), (None, Some(json!("x"))));
+        assert!(matches!(step(json!({"usage": {}})).unwrap().action, Action::Usage(_)));
+        let unknown = step(json!({"frob": {}, "expect": 1})).unwrap_err().to_string();
+        assert!(unknown.starts_with("unknown variant `frob`"), "{unknown}");
+    }
 
     fn check(want: Value, got: Value) -> Vec<String> {
         let mut f = Vec::new();
