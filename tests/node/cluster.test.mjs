@@ -82,7 +82,7 @@ test('kubernetes gets the first address, and comes back with it when deleted', (
   assert.deepEqual(cluster.delete('svc', undefined, 'test').metadata.name, 'test');
   assert.throws(() => cluster.delete('svc', 'default', 'test'), { message: 'services "test" not found' });
   assert.throws(() => cluster.get('frobs'), { message: 'the server doesn\'t have a resource type "frobs"' });
-  assert.match(cluster.kubectl('kubectl get svc').text, /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s/);
+  assert.match(cluster.kubectl('kubectl get svc').text, /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\nkubernetes\s+ClusterIP\s+10\.96\.0\.1\s/);
   assert.match(cluster.kubectl('kubectl get svc -A').text, /^NAMESPACE\s+NAME/);
   assert.match(cluster.dnsZone(), /^kubernetes\.default\.svc\.cluster\.local\.\s+5\s+IN\s+A\s+10\.96\.0\.1$/m);
   assert.ok(cluster.dnsRecords().some((r) => r.type === 'A' && r.data === '10.96.0.1'));
