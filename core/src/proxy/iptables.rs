@@ -69,7 +69,10 @@ struct Port {
     cluster_ip: IpAddr,
     port: i64,
     node_port: Option<i64>,
+    /// `spec.externalIPs`.
     external: Vec<IpAddr>,
+    /// `status.loadBalancer.ingress[].ip`.
+    load_balancer: Vec<IpAddr>,
     endpoints: Vec<SocketAddr>,
     external_local: bool,
 }
@@ -88,7 +91,7 @@ impl Port {
         )
     }
     fn externally_reachable(&self) -> bool {
-        self.node_port.is_some() || !self.external.is_empty()
+        self.node_port.is_some() || !self.external.is_empty() || !self.load_balancer.is_empty()
     }
 }
 
@@ -107,16 +110,13 @@ fn ports(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo) -> V
             continue;
         };
         let own = groups.get(&svc.key()).map(Vec::as_slice).unwrap_or_default();
-        let mut external: Vec<IpAddr> = (svc.spec.external_ips.iter())
-            .filter_map(|ip| ip.parse().ok())
+        let v4 = |ip: &str| ip.parse::<IpAddr>().ok().filter(IpAddr::is_ipv4);
+        let external: Vec<IpAddr> = svc.spec.external_ips.iter().filter_map(|ip| v4(ip)).collect();
+        let load_balancer: Vec<IpAddr> = (svc.status.load_balancer.iter())
+            .flat_map(|lb| &lb.ingress)
+            .filter_map(|i| i.ip.as_deref())
+            .filter_map(v4)
             .collect();
-        external.extend(
-            (svc.status.load_balancer.iter())
-                .flat_map(|lb| &lb.ingress)
-                .filter_map(|i| i.ip.as_deref())
-                .filter_map(|ip| ip.parse::<IpAddr>().ok()),
-        );
-        external.retain(IpAddr::is_ipv4);
         for p in &svc.spec.ports {
             let Some(protocol) = Protocol::parse(if p.protocol.is_empty() { "TCP" } else { &p.protocol }) else {
                 continue;
@@ -140,6 +140,7 @@ fn ports(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo) -> V
                 port: p.port,
                 node_port: p.node_port.filter(|_| svc.needs_node_ports()),
                 external: external.clone(),
+                load_balancer: load_balancer.clone(),
                 endpoints: categorized.for_policy(local_internal).to_vec(),
                 external_local: svc.spec.external_traffic_policy.as_deref() == Some("Local"),
             });
@@ -188,7 +189,7 @@ pub fn iptables_save(
                 )
             };
             filter.push(reject(format!("-d {}/32 ", p.cluster_ip), "KUBE-SERVICES", p.port));
-            for ip in &p.external {
+            for ip in p.external.iter().chain(&p.load_balancer) {
                 filter.push(reject(format!("-d {ip}/32 "), "KUBE-EXTERNAL-SERVICES", p.port));
             }
             if let Some(node_port) = p.node_port {
@@ -214,6 +215,9 @@ pub fn iptables_save(
             chains.insert(ext.clone());
             for ip in &p.external {
                 services_rules.push(capture(*ip, "external IP", &ext));
+            }
+            for ip in &p.load_balancer {
+                services_rules.push(capture(*ip, "loadbalancer IP", &ext));
             }
             if let Some(node_port) = p.node_port {
                 nodeport_rules.push(format!(
@@ -295,6 +299,46 @@ pub fn iptables_save(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_balancer_and_external_ips_are_captured_apart() {
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: lb}\nspec:\n  type: LoadBalancer\n  clusterIP: 10.96.0.50\n  externalIPs: [203.0.113.7]\n  ports: [{port: 80, nodePort: 30080}]\nstatus: {loadBalancer: {ingress: [{ip: 198.51.100.9}]}}\n";
+        let mut svc = match crate::api::parse_manifests(text).unwrap().remove(0) {
+            crate::api::Object::Service(svc) => *svc,
+            other => panic!("{other:?}"),
+        };
+        svc.metadata.namespace = "default".into();
+        svc.spec.cluster_ips = vec!["10.96.0.50".into()];
+        let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "lb-1", "namespace": "default", "labels": {"kubernetes.io/service-name": "lb"}},
+            "addressType": "IPv4", "ports": [{"port": 8080}],
+            "endpoints": [{"addresses": ["10.244.0.9"], "conditions": {"ready": true}}],
+        }))
+        .unwrap();
+        let node = NodeInfo {
+            name: "node-1".into(),
+            ..NodeInfo::default()
+        };
+        let out = iptables_save(&[&svc], &[&slice], &node, &IptablesConfig::default());
+        assert!(
+            out.contains("-d 203.0.113.7/32 -p tcp -m comment --comment \"default/lb external IP\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("-d 198.51.100.9/32 -p tcp -m comment --comment \"default/lb loadbalancer IP\""),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "-A KUBE-NODEPORTS -p tcp -m comment --comment \"default/lb\" -m tcp --dport 30080 -j KUBE-EXT-"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("masquerade traffic for default/lb external destinations"),
+            "{out}"
+        );
+    }
 
     #[test]
     fn chain_names_are_kube_proxys() {
