@@ -117,6 +117,16 @@ ip netns exec kube-proxy kube-proxy --proxy-mode=ipvs --kubeconfig /run/kubeconf
     --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256 >/run/kube-proxy.log 2>&1 &
 KUBE_PROXY_PID=$!
 echo "$KUBE_PROXY_PID" >>"$VM_STATE/pids"
+# ipvs-agent starts once kube-proxy has programmed `kubernetes` (at most
+# 120 s): the two then never set up their IPVS and netfilter state at the
+# same moment. Both starting together hung the emulated kernel once (both
+# vCPUs in soft lockup from the first seconds, in a CI run on 2026-11-25);
+# the comparison does not depend on the order.
+for _ in $(seq 1200); do
+    ip netns exec kube-proxy ipvsadm -Ln -t 10.96.0.1:443 >/dev/null 2>&1 && break
+    kill -0 "$KUBE_PROXY_PID" 2>/dev/null || break
+    sleep 0.1
+done
 ip netns exec svcnet env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
     --hostname-override node-a --state-file /run/svcnet-state.json >/run/svcnet.log 2>&1 &
 echo $! >>"$VM_STATE/pids"
