@@ -15,21 +15,25 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 impl Cluster {
     /// The playground's cluster on `serviceClusterIpRange` with `seed`: one
-    /// kubeadm node, `node-1` (192.168.49.2, pods from 10.244.0.0/24), and
-    /// its apiservers as `controlPlane` says: `single` (one on the node,
-    /// port 6443; the default), `ha` (three) or `managed` (one
-    /// load-balancer address on 443). Throws the core's message for a
-    /// refused range.
+    /// node with its apiservers as `controlPlane` says: `single` (kubeadm:
+    /// `node-1`, 192.168.49.2, one apiserver on it, port 6443; the
+    /// default), `ha` (three), `managed` (one load-balancer address on
+    /// 443), `minikube` (the node `minikube`, apiserver on 8443) or `kind`
+    /// (`kind-control-plane` on 172.18.0.2, port 6443). Throws the core's
+    /// message for a refused range.
     pub fn playground(
         #[wasm_bindgen(js_name = serviceClusterIpRange)] service_cluster_ip_range: &str,
         seed: u64,
         #[wasm_bindgen(js_name = controlPlane)] control_plane: Option<String>,
     ) -> Result<Cluster, JsValue> {
         let word = control_plane.unwrap_or_default();
-        let shape = console::preset::ControlPlaneShape::from_word(&word)
-            .ok_or_else(|| error(&format!("controlPlane {word:?}: must be single, ha or managed")))?;
+        let shape = console::preset::ControlPlaneShape::from_word(&word).ok_or_else(|| {
+            error(&format!(
+                "controlPlane {word:?}: must be single, ha, managed, minikube or kind"
+            ))
+        })?;
         let cp = console::preset::cluster(service_cluster_ip_range, seed, shape).map_err(|e| error(&e.to_string()))?;
-        let mut kube_proxy = KubeProxyView::new(&cp, console::preset::NODE_NAME);
+        let mut kube_proxy = KubeProxyView::new(&cp, shape.node_name());
         kube_proxy.follow(&cp);
         Ok(Cluster {
             cp,

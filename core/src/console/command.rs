@@ -24,8 +24,10 @@ pub enum Output {
 }
 
 /// One port of `kubectl create service --tcp=PORT[:TARGET]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpPort {
+    /// The port's name: what was typed, `:` made `-` (`80`, `443-8443`).
+    pub name: String,
     /// The Service port.
     pub port: i64,
     /// The pods' port.
@@ -52,8 +54,10 @@ pub enum Command {
     CreateService {
         /// The Service's name.
         name: String,
-        /// `ClusterIP`, `NodePort` or `LoadBalancer`.
+        /// `ClusterIP`, `NodePort`, `LoadBalancer` or `ExternalName`.
         service_type: &'static str,
+        /// `--external-name`, for `ExternalName`.
+        external_name: Option<String>,
         /// The ports, in the order given.
         ports: Vec<TcpPort>,
         /// `--clusterip` (`None` makes a headless Service).
@@ -235,18 +239,29 @@ fn parse_create(args: &[String]) -> Result<Command, UsageError> {
                 "clusterip" => "ClusterIP",
                 "nodeport" => "NodePort",
                 "loadbalancer" => "LoadBalancer",
-                other => {
+                "externalname" => "ExternalName",
+                "" => {
+                    return Err(UsageError::new(
+                        "kubectl create service needs a type: clusterip, nodeport, loadbalancer or externalname",
+                    ))
+                }
+                _ => {
                     return Err(UsageError::new(format!(
-                        "kubectl create service needs a type: clusterip, nodeport or loadbalancer (got {other:?})"
+                        "unknown command {:?}\nSee 'kubectl create service -h' for help and examples",
+                        rest.join(" ")
                     )))
                 }
             };
             let args = Args::split(more, &[])?;
-            args.only(&["tcp", "clusterip", "node-port", "dry-run"])?;
+            args.only(&["tcp", "clusterip", "node-port", "external-name", "dry-run"])?;
             let name = one_name(&args)?;
             let cluster_ip = args.flag(&["clusterip"]).map(str::to_string);
+            let external_name = args.flag(&["external-name"]).map(str::to_string);
+            if service_type == "ExternalName" && external_name.is_none() {
+                return Err(UsageError::new("required flag(s) \"external-name\" not set"));
+            }
             let specs: Vec<&str> = args.all("tcp").into_iter().flat_map(|t| t.split(',')).collect();
-            if specs.is_empty() && cluster_ip.as_deref() != Some("None") {
+            if specs.is_empty() && cluster_ip.as_deref() != Some("None") && service_type != "ExternalName" {
                 return Err(UsageError::new("at least one tcp port specifier must be provided"));
             }
             let ports = specs.into_iter().map(tcp_port).collect::<Result<_, _>>()?;
@@ -254,6 +269,7 @@ fn parse_create(args: &[String]) -> Result<Command, UsageError> {
             Ok(Command::CreateService {
                 name,
                 service_type,
+                external_name,
                 ports,
                 cluster_ip,
                 node_port,
@@ -295,6 +311,7 @@ fn tcp_port(spec: &str) -> Result<TcpPort, UsageError> {
     };
     let (port, target) = spec.split_once(':').unwrap_or((spec, spec));
     Ok(TcpPort {
+        name: spec.replace(':', "-"),
         port: number(port)?,
         target_port: number(target)?,
     })
@@ -522,12 +539,15 @@ mod tests {
             Command::CreateService {
                 name: "a".into(),
                 service_type: "NodePort",
+                external_name: None,
                 ports: vec![
                     TcpPort {
+                        name: "80-8080".into(),
                         port: 80,
                         target_port: 8080
                     },
                     TcpPort {
+                        name: "443".into(),
                         port: 443,
                         target_port: 443
                     }

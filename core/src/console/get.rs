@@ -4,7 +4,7 @@
 //! namespace.` when there is nothing.
 
 use super::command::Output;
-use super::jsonpath;
+use super::{jsonpath, yaml};
 use crate::api::{Node, Object, Pod, Resource};
 use crate::controlplane::{ApiError, ControlPlane};
 use crate::kubectl::{
@@ -81,7 +81,7 @@ fn print(objects: &[Object], request: &Get, now: Time) -> Result<String, String>
         }),
     };
     Ok(match &request.output {
-        Output::Yaml => serde_yaml_ng::to_string(&data()).unwrap_or_default(),
+        Output::Yaml => yaml::to_text(&data()),
         Output::Json => json_text(&data()),
         Output::JsonPath(template) => {
             return jsonpath::render(template, &data())

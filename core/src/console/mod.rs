@@ -16,6 +16,7 @@ pub mod kube_proxy;
 pub mod modes;
 pub mod preset;
 pub mod words;
+pub mod yaml;
 
 use crate::api::{Object, Resource};
 use crate::controlplane::{ApiError, ControlPlane};
@@ -105,6 +106,7 @@ pub fn server_error(error: &ApiError) -> String {
 /// The `help` text.
 pub const HELP: &str = "Commands (the same as kubectl's; the default namespace unless -n says otherwise):
   kubectl create svc clusterip|nodeport|loadbalancer NAME --tcp=PORT[:TARGET]
+  kubectl create svc externalname NAME --external-name=HOST
   kubectl create deployment NAME --image=IMAGE [--replicas=N] [--port=P]
   kubectl expose deployment NAME --port=P [--target-port=T] [--type=NodePort]
   kubectl apply -f -             (opens a box for YAML; Ctrl+Enter applies it)
@@ -142,10 +144,20 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
         Command::CreateService {
             name,
             service_type,
+            external_name,
             ports,
             cluster_ip,
             node_port,
-        } => create_service(cp, &name, service_type, &ports, cluster_ip, node_port),
+        } => {
+            let spec = ServiceSpec {
+                service_type,
+                external_name,
+                ports,
+                cluster_ip,
+                node_port,
+            };
+            create_service(cp, &name, spec)
+        }
         Command::CreateDeployment {
             name,
             image,
@@ -284,42 +296,60 @@ fn already_exists(cp: &ControlPlane, resource: Resource, name: &str) -> Option<O
     })
 }
 
-fn create_service(
-    cp: &mut ControlPlane,
-    name: &str,
-    service_type: &str,
-    ports: &[TcpPort],
+/// What `kubectl create service` puts in the Service's spec.
+struct ServiceSpec {
+    service_type: &'static str,
+    external_name: Option<String>,
+    ports: Vec<TcpPort>,
     cluster_ip: Option<String>,
     node_port: Option<i64>,
-) -> Outcome {
+}
+
+fn create_service(cp: &mut ControlPlane, name: &str, spec: ServiceSpec) -> Outcome {
     if let Some(exists) = already_exists(cp, Resource::Service, name) {
         return exists;
     }
-    let mut ports: Vec<Value> = (ports.iter())
+    let mut ports: Vec<Value> = (spec.ports.iter())
         .map(|p| {
             json!({
-                "name": format!("{}-{}", p.port, p.target_port),
+                "name": p.name,
                 "port": p.port,
                 "protocol": "TCP",
                 "targetPort": p.target_port,
             })
         })
         .collect();
-    if let (Some(node_port), Some(first)) = (node_port, ports.first_mut()) {
+    if let (Some(node_port), Some(first)) = (spec.node_port, ports.first_mut()) {
         first["nodePort"] = node_port.into();
     }
     let mut service = json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {"type": service_type, "selector": {"app": name}, "ports": ports},
+        "spec": {"type": spec.service_type, "selector": {"app": name}},
     });
-    if let Some(ip) = cluster_ip {
+    if !ports.is_empty() {
+        service["spec"]["ports"] = ports.into();
+    }
+    if let Some(ip) = spec.cluster_ip {
         service["spec"]["clusterIP"] = ip.into();
     }
-    send(cp, service, None).with_note(format!(
-        "kubectl create service made the selector app={name} from the name, and each --tcp PORT:TARGET became a port named PORT-TARGET; no Pod carries that label unless you give it one."
-    ))
+    if let Some(external) = &spec.external_name {
+        service["spec"]["externalName"] = external.as_str().into();
+    }
+    let outcome = send(cp, service, None);
+    if !outcome.ok {
+        return outcome;
+    }
+    let note = match &spec.external_name {
+        Some(external) => format!(
+            "An ExternalName Service gets no ClusterIP and no endpoints: cluster DNS answers {name}.default.svc.cluster.local with a CNAME to {external}, and kube-proxy programs nothing for it."
+        ),
+        None => format!(
+            "kubectl create service made the selector app={name} from the name, and named each port after its --tcp value (PORT, or PORT-TARGET); no Pod carries that label unless you give it one."
+        ),
+    };
+    outcome.with_note(note)
 }
 
 /// The container name kubectl derives from an image: its last path part

@@ -1,6 +1,8 @@
-//! The playground's cluster: what a one-node kubeadm cluster starts with.
-//! Its node, `node-1`, has an address and a share of the pod network in
-//! each IP family of the service CIDRs, the primary family first (IPv4:
+//! The playground's cluster: what a one-node cluster starts with, as
+//! kubeadm, minikube or kind sets it up.
+//!
+//! kubeadm's node, `node-1`, has an address and a share of the pod network
+//! in each IP family of the service CIDRs, the primary family first (IPv4:
 //! 192.168.49.2, pods from 10.244.0.0/24 of 10.244.0.0/16; IPv6:
 //! fd00:192:168:49::2, pods from fd00:10:244::/64 of fd00:10:244::/56). The
 //! one apiserver runs on it and listens on kubeadm's default port, 6443,
@@ -8,6 +10,13 @@
 //! IPv6 address on an IPv6-primary cluster). A dual-stack range
 //! (`10.96.0.0/12,fd00:10:96::/108`) gives the node both families, so its
 //! Pods get an address of each.
+//!
+//! minikube (its docker driver) names its node `minikube`, on the same
+//! 192.168.49.2, and its apiserver listens on 8443; it runs one CoreDNS
+//! replica. kind names its node `kind-control-plane`, on its docker
+//! network's first host (172.18.0.2, or fc00:f853:ccd:e793::2), with the
+//! apiserver on 6443. The service CIDR stays the user's: kind's own default
+//! is 10.96.0.0/16, minikube's 10.96.0.0/12.
 
 use crate::api::parse_manifests;
 use crate::controlplane::{ClusterConfig, ConfigError, ControlPlane};
@@ -15,12 +24,14 @@ use crate::time::Time;
 use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// The node's name.
+/// kubeadm's node name in the playground.
 pub const NODE_NAME: &str = "node-1";
-/// The apiserver's port: kubeadm's default.
+/// The apiserver's port: kubeadm's default (kind's too).
 pub const APISERVER_PORT: u16 = 6443;
+/// minikube's apiserver port.
+pub const MINIKUBE_APISERVER_PORT: u16 = 8443;
 
-/// Where the cluster's apiservers run.
+/// Which cluster the playground starts, and where its apiservers run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ControlPlaneShape {
     /// One apiserver on `node-1`, port 6443 (kubeadm's single node).
@@ -32,20 +43,53 @@ pub enum ControlPlaneShape {
     /// A managed cluster: one load-balancer address (172.16.0.2, or
     /// fd00:172:16::2) on 443 in front of apiservers the user never sees.
     Managed,
+    /// minikube: the node `minikube`, its apiserver on 8443.
+    Minikube,
+    /// kind: the node `kind-control-plane` on 172.18.0.2, apiserver 6443.
+    Kind,
 }
 
 impl ControlPlaneShape {
-    /// `single`, `ha` or `managed`; `None` for another word.
+    /// `single`, `ha`, `managed`, `minikube` or `kind`; `None` for another
+    /// word.
     pub fn from_word(word: &str) -> Option<Self> {
         match word {
             "single" | "" => Some(Self::Single),
             "ha" => Some(Self::HighlyAvailable),
             "managed" => Some(Self::Managed),
+            "minikube" => Some(Self::Minikube),
+            "kind" => Some(Self::Kind),
             _ => None,
         }
     }
 
-    /// The apiserver endpoints for a cluster whose primary family is `v6`.
+    /// The node's name.
+    pub fn node_name(self) -> &'static str {
+        match self {
+            Self::Minikube => "minikube",
+            Self::Kind => "kind-control-plane",
+            Self::Single | Self::HighlyAvailable | Self::Managed => NODE_NAME,
+        }
+    }
+
+    /// The node's address in `family`.
+    fn node_ip(self, family: &Family) -> &'static str {
+        match self {
+            Self::Kind => family.kind_node_ip,
+            _ => family.node_ip,
+        }
+    }
+
+    /// How many CoreDNS Pods the cluster runs.
+    fn coredns_replicas(self) -> u32 {
+        match self {
+            Self::Minikube => 1,
+            _ => 2,
+        }
+    }
+
+    /// The apiserver endpoints for a cluster whose primary family is
+    /// `family`.
     fn apiservers(self, family: &Family) -> Vec<String> {
         let join = |ip: &str, port: u16| match ip.contains(':') {
             true => format!("[{ip}]:{port}"),
@@ -53,7 +97,8 @@ impl ControlPlaneShape {
         };
         let v6 = family.node_ip.contains(':');
         match self {
-            Self::Single => vec![join(family.node_ip, APISERVER_PORT)],
+            Self::Single | Self::Kind => vec![join(self.node_ip(family), APISERVER_PORT)],
+            Self::Minikube => vec![join(self.node_ip(family), MINIKUBE_APISERVER_PORT)],
             Self::HighlyAvailable => (11..=13)
                 .map(|host| match v6 {
                     true => join(&format!("fd00:192:168:49::{host:x}"), APISERVER_PORT),
@@ -68,18 +113,21 @@ impl ControlPlaneShape {
 /// One IP family's addresses of the playground.
 struct Family {
     node_ip: &'static str,
+    kind_node_ip: &'static str,
     pod_network: &'static str,
     node_pod_cidr: &'static str,
 }
 
 const IPV4: Family = Family {
     node_ip: "192.168.49.2",
+    kind_node_ip: "172.18.0.2",
     pod_network: "10.244.0.0/16",
     node_pod_cidr: "10.244.0.0/24",
 };
 
 const IPV6: Family = Family {
     node_ip: "fd00:192:168:49::2",
+    kind_node_ip: "fc00:f853:ccd:e793::2",
     pod_network: "fd00:10:244::/56",
     node_pod_cidr: "fd00:10:244::/64",
 };
@@ -108,7 +156,7 @@ pub fn config(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> Cluste
         service_cluster_ip_range: service_cidr.to_string(),
         seed,
         pod_cidrs: families.iter().map(|f| f.pod_network.to_string()).collect(),
-        node_ips: families.iter().map(|f| f.node_ip.to_string()).collect(),
+        node_ips: families.iter().map(|f| shape.node_ip(f).to_string()).collect(),
         apiservers: shape.apiservers(families[0]),
         ..ClusterConfig::default()
     }
@@ -121,14 +169,15 @@ pub fn cluster(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> Resul
     let families = families(service_cidr);
     let pod_cidrs: Vec<&str> = families.iter().map(|f| f.node_pod_cidr).collect();
     let mut addresses: Vec<_> = (families.iter())
-        .map(|f| json!({"type": "InternalIP", "address": f.node_ip}))
+        .map(|f| json!({"type": "InternalIP", "address": shape.node_ip(f)}))
         .collect();
-    addresses.push(json!({"type": "Hostname", "address": NODE_NAME}));
+    let name = shape.node_name();
+    addresses.push(json!({"type": "Hostname", "address": name}));
     let node = json!({
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": NODE_NAME, "labels": {
-            "kubernetes.io/hostname": NODE_NAME,
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name,
             "kubernetes.io/os": "linux",
             "node-role.kubernetes.io/control-plane": "",
         }},
@@ -146,7 +195,7 @@ pub fn cluster(service_cidr: &str, seed: u64, shape: ControlPlaneShape) -> Resul
     });
     let mut objects = vec![node];
     if let Some(dns_ip) = tenth_address(&cp) {
-        objects.extend(cluster_dns(&dns_ip));
+        objects.extend(cluster_dns(&dns_ip, shape.coredns_replicas()));
     }
     // These objects are built from fixed parts and the cluster's own
     // addresses, so they decode and validate whatever the caller gave.
@@ -185,9 +234,9 @@ fn tenth_address(cp: &ControlPlane) -> Option<String> {
     room.then(|| tenth.to_string())
 }
 
-/// The `kube-dns` Service on `ip` and the `coredns` Deployment, as kubeadm
-/// installs them.
-fn cluster_dns(ip: &str) -> [serde_json::Value; 2] {
+/// The `kube-dns` Service on `ip` and the `coredns` Deployment of
+/// `replicas` Pods, as kubeadm installs them.
+fn cluster_dns(ip: &str, replicas: u32) -> [serde_json::Value; 2] {
     let labels = json!({"k8s-app": "kube-dns"});
     let service = json!({
         "apiVersion": "v1",
@@ -213,7 +262,7 @@ fn cluster_dns(ip: &str) -> [serde_json::Value; 2] {
         "kind": "Deployment",
         "metadata": {"name": "coredns", "namespace": "kube-system", "labels": labels},
         "spec": {
-            "replicas": 2,
+            "replicas": replicas,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
@@ -289,6 +338,24 @@ mod tests {
             Some(ControlPlaneShape::HighlyAvailable)
         );
         assert_eq!(ControlPlaneShape::from_word("three"), None);
+    }
+
+    #[test]
+    fn minikube_and_kind_name_their_node_and_apiserver_as_they_do() {
+        let minikube = cluster("10.96.0.0/12", 0, ControlPlaneShape::Minikube).unwrap();
+        assert_eq!(minikube.node("minikube").unwrap().ips(), ["192.168.49.2"]);
+        assert_eq!(apiservers(&minikube), ["192.168.49.2:8443"]);
+        let coredns = minikube.pods().filter(|p| p.metadata.namespace == "kube-system");
+        assert_eq!(coredns.count(), 1);
+        let kind = cluster("10.96.0.0/16,fd00:10:96::/112", 0, ControlPlaneShape::Kind).unwrap();
+        let node = kind.node("kind-control-plane").expect("kind's node");
+        assert_eq!(node.ips(), ["172.18.0.2", "fc00:f853:ccd:e793::2"]);
+        assert_eq!(apiservers(&kind), ["172.18.0.2:6443"]);
+        assert!(kind.node(NODE_NAME).is_none());
+        assert_eq!(
+            ControlPlaneShape::from_word("kind").map(ControlPlaneShape::node_name),
+            Some("kind-control-plane")
+        );
     }
 
     #[test]

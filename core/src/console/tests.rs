@@ -34,7 +34,10 @@ fn create_service_writes_what_kubectl_writes_and_the_core_allocates() {
         svc.spec.cluster_ip, direct_svc.spec.cluster_ip,
         "the same ClusterIP as a plain apply"
     );
-    assert_eq!(svc.spec.ports[0].name, "80-80");
+    assert_eq!(
+        svc.spec.ports[0].name, "80",
+        "kubectl names a port after its --tcp value"
+    );
     assert_eq!(
         svc.spec
             .selector
@@ -554,7 +557,7 @@ fn the_three_modes_show_where_a_clusterip_lives() {
         "-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment \"default/kubernetes:https cluster IP\" -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y"
     ), "{text}");
     assert!(text.contains(&format!(
-        "-A KUBE-SERVICES -d {lonely}/32 -p tcp -m comment --comment \"default/lonely:80-80 has no endpoints\" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable"
+        "-A KUBE-SERVICES -d {lonely}/32 -p tcp -m comment --comment \"default/lonely:80 has no endpoints\" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable"
     )), "{text}");
     assert!(
         text.contains("-m statistic --mode random --probability 0.50000000000 -j KUBE-SEP-"),
@@ -574,4 +577,61 @@ fn the_three_modes_show_where_a_clusterip_lives() {
     assert!(nft.ok && nft.text.starts_with("table inet svcnet {"), "{}", nft.text);
     assert!(nft.text.contains(&web), "{}", nft.text);
     assert!(!run(&mut cp, "nft flush ruleset", None).ok);
+}
+
+#[test]
+fn create_service_externalname_gets_a_cname_and_no_cluster_ip() {
+    let mut cp = cluster("10.96.0.0/12");
+    assert_eq!(
+        text(&mut cp, "kubectl create svc externalname ext"),
+        "error: required flag(s) \"external-name\" not set"
+    );
+    let created = run(
+        &mut cp,
+        "kubectl create svc externalname ext --external-name=example.com",
+        None,
+    );
+    assert_eq!((created.ok, created.text.as_str()), (true, "service/ext created"));
+    assert!(created.note.unwrap().contains("CNAME to example.com"));
+    assert!(text(&mut cp, "kubectl get svc ext").contains("ext    ExternalName   <none>       example.com   <none>"));
+    let cname = (cp.dns_records().into_iter())
+        .find(|r| r.name == "ext.default.svc.cluster.local." && r.data.record_type() == "CNAME");
+    assert!(cname.is_some(), "{:?}", cp.dns_records());
+    assert_eq!(
+        text(&mut cp, "kubectl create svc headless db"),
+        "error: unknown command \"headless db\"\nSee 'kubectl create service -h' for help and examples"
+    );
+}
+
+#[test]
+fn a_refused_create_prints_kubectls_error_alone() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(
+        &mut cp,
+        "kubectl create svc nodeport a --tcp=80 --node-port=30080",
+        None,
+    );
+    let refused = run(
+        &mut cp,
+        "kubectl create svc nodeport b --tcp=80 --node-port=30080",
+        None,
+    );
+    assert!(!refused.ok);
+    assert_eq!(
+        refused.text,
+        "The Service \"b\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated"
+    );
+    assert_eq!(refused.note, None);
+}
+
+#[test]
+fn an_added_service_cidr_has_an_age() {
+    let mut cp = cluster("10.96.0.0/24");
+    let manifest =
+        "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.97.0.0/24]}\n";
+    assert!(run(&mut cp, "kubectl apply -f -", Some(manifest)).ok);
+    let table = text(&mut cp, "kubectl get servicecidrs");
+    assert!(table.contains("extra        10.97.0.0/24   0s"), "{table}");
+    let yaml = text(&mut cp, "kubectl get servicecidr extra -o yaml");
+    assert!(yaml.contains("creationTimestamp: \"1970-01-01T00:00:00Z\""), "{yaml}");
 }

@@ -98,6 +98,7 @@ impl ControlPlane {
             .map_err(|errs| ApiError::invalid("ServiceCIDR", &name, errs))?;
         self.add_ranges(&cidrs, 0)
             .map_err(|errs| ApiError::invalid("ServiceCIDR", &name, errs))?;
+        self.stamp(&mut obj.metadata);
         admit(&mut obj, self.now);
         self.service_cidrs.insert(name, obj.clone());
         Ok(Applied {
