@@ -34,8 +34,8 @@ use ipvs_agent::kernel::{apply_sysctls, IpvsSocket, LinuxDataplane};
 use ipvs_agent::netlink::{parse_replies, Batch, IpvsCmd, IpvsError, ReplyBody, Timeouts};
 use svcnet_core::family::IpFamily;
 use svcnet_core::proxy::{
-    ipvsadm_save, table::full_netmask, Flags, Forward, IpvsTable, Operation, Protocol, RealServer, Scheduler,
-    VirtualServer, VirtualServerKey, VirtualServerSettings,
+    ipvsadm_save, parse_ipvsadm_save, table::full_netmask, Flags, Forward, IpvsTable, Operation, Protocol, RealServer,
+    Scheduler, VirtualServer, VirtualServerKey, VirtualServerSettings,
 };
 
 type Outcome = Result<(), String>;
@@ -349,113 +349,9 @@ fn addr_port(text: &str) -> Result<SocketAddr, String> {
     text.parse().map_err(|e| format!("{text}: {e}"))
 }
 
-/// Parse `ipvsadm-save -n` text (TCP/UDP/SCTP services; `-s -p -M -b -o`;
-/// `-r -m -g -i -w`) into a table.
-fn parse_save(text: &str) -> Result<IpvsTable, String> {
-    let mut table = IpvsTable::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let (mut service, mut real, mut scheduler, mut weight) = (None, None, Scheduler::Wlc, 1);
-        let (mut flags, mut timeout, mut netmask, mut forward) = (Flags::NONE, 0, None, Forward::Route);
-        let mut i = 1;
-        while i < words.len() {
-            let value = words.get(i + 1).copied().unwrap_or("");
-            let mut take = 2;
-            match words[i] {
-                "-t" => {
-                    service = Some(VirtualServerKey::new(
-                        Protocol::Tcp,
-                        addr_port(value)?.ip(),
-                        addr_port(value)?.port(),
-                    ))
-                }
-                "-u" => {
-                    service = Some(VirtualServerKey::new(
-                        Protocol::Udp,
-                        addr_port(value)?.ip(),
-                        addr_port(value)?.port(),
-                    ))
-                }
-                "--sctp-service" => {
-                    service = Some(VirtualServerKey::new(
-                        Protocol::Sctp,
-                        addr_port(value)?.ip(),
-                        addr_port(value)?.port(),
-                    ))
-                }
-                "-s" => scheduler = Scheduler::from_name(value),
-                "-p" => {
-                    flags = flags.with(Flags::PERSISTENT);
-                    timeout = value.parse().map_err(|e| format!("-p {value}: {e}"))?;
-                }
-                "-M" => {
-                    netmask = Some(match value.parse::<Ipv4Addr>() {
-                        Ok(mask) => u32::from(mask),
-                        Err(_) => value.parse().map_err(|e| format!("-M {value}: {e}"))?,
-                    })
-                }
-                "-b" => {
-                    for name in value.split(',') {
-                        flags = flags.with(match name {
-                            "sh-fallback" | "mh-fallback" | "flag-1" => Flags::SCHED1,
-                            "sh-port" | "mh-port" | "flag-2" => Flags::SCHED2,
-                            "flag-3" => Flags::SCHED3,
-                            other => return Err(format!("unknown -b flag {other}")),
-                        });
-                    }
-                }
-                "-o" => {
-                    flags = flags.with(Flags::ONE_PACKET);
-                    take = 1;
-                }
-                "-r" => real = Some(addr_port(value)?),
-                "-w" => weight = value.parse().map_err(|e| format!("-w {value}: {e}"))?,
-                "-m" | "-g" | "-i" => {
-                    forward = match words[i] {
-                        "-m" => Forward::Masq,
-                        "-i" => Forward::Tunnel,
-                        _ => Forward::Route,
-                    };
-                    take = 1;
-                }
-                other => return Err(format!("{line}: unknown word {other}")),
-            }
-            i += take;
-        }
-        let service = service.ok_or_else(|| format!("{line}: no service"))?;
-        match words.first().copied() {
-            Some("-A") => {
-                let settings = VirtualServerSettings {
-                    scheduler,
-                    flags,
-                    timeout,
-                    netmask: netmask.unwrap_or_else(|| full_netmask(service.family())),
-                };
-                table.virtual_servers.insert(
-                    service,
-                    VirtualServer {
-                        settings,
-                        real_servers: BTreeMap::new(),
-                    },
-                );
-            }
-            Some("-a") => {
-                let real = real.ok_or_else(|| format!("{line}: no -r"))?;
-                let server =
-                    (table.virtual_servers.get_mut(&service)).ok_or_else(|| format!("{line}: no -A before"))?;
-                let mut rs = RealServer::masq(weight);
-                rs.forward = forward;
-                server.real_servers.insert(real, rs);
-            }
-            _ => return Err(format!("{line}: neither -A nor -a")),
-        }
-    }
-    Ok(table)
-}
-
 async fn observe_matches(file: &str) -> Outcome {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
-    let expected = parse_save(&text)?;
+    let expected = parse_ipvsadm_save(&text).map_err(|e| format!("{file}: {e}"))?;
     let observed = open()?.observe().await.map_err(|e| e.to_string())?;
     compare(&expected, &observed)
 }

@@ -388,6 +388,18 @@ pub enum PlanFormat {
     Nft,
 }
 
+impl From<PlanFormat> for svcnet_core::proxy::PlanFormat {
+    fn from(format: PlanFormat) -> Self {
+        match format {
+            PlanFormat::Table => Self::Table,
+            PlanFormat::IpvsadmSave => Self::IpvsadmSave,
+            PlanFormat::Json => Self::Json,
+            PlanFormat::Dns => Self::Dns,
+            PlanFormat::Nft => Self::Nft,
+        }
+    }
+}
+
 /// `--log-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {

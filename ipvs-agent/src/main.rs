@@ -24,11 +24,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use svcnet_core::api::{EndpointSlice, Service};
-use svcnet_core::dns::{cluster_records, zone_text, DnsConfig};
-use svcnet_core::kubectl::{endpoint_slices_table, services_table};
-use svcnet_core::proxy::nftables::{desired_ruleset, empty_table, nft_text};
-use svcnet_core::proxy::{desired_table, ipvsadm_list, ipvsadm_save, IpvsTable, NodeInfo, PlanState, ProxyConfig};
+use svcnet_core::dns::DnsConfig;
+use svcnet_core::proxy::nftables::{desired_ruleset, empty_table};
+use svcnet_core::proxy::{plan_output, NodeInfo, PlanInputs, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
 /// mimalloc rather than glibc's malloc: reading thousands of manifests
@@ -189,26 +187,24 @@ fn plan(args: &PlanArgs) -> Result<ExitCode, Failure> {
     let cp = cluster.control_plane();
     let node = node_info(common, &cluster)?;
     let proxy = plan_proxy_config(args);
-    let desired = cp.desired_ipvs_table(&node, &proxy);
-    for warning in &desired.warnings {
+    let inputs = PlanInputs {
+        services: cp.services().collect(),
+        slices: cp.endpoint_slices().collect(),
+        node: &node,
+        proxy: &proxy,
+        dns: &cp.config().dns,
+    };
+    print_plan(args.format, &inputs);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the plan in `format`, its warnings logged first.
+fn print_plan(format: PlanFormat, inputs: &PlanInputs) {
+    let output = plan_output(format.into(), inputs);
+    for warning in &output.warnings {
         tracing::warn!("{warning}");
     }
-    let services: Vec<&Service> = cp.services().collect();
-    let slices: Vec<&EndpointSlice> = cp.endpoint_slices().collect();
-    let text = match args.format {
-        PlanFormat::IpvsadmSave => ipvsadm_save(&desired.table),
-        PlanFormat::Dns => cp.dns_zone(),
-        PlanFormat::Json => plan_json(&services, &slices, &desired.table)?,
-        PlanFormat::Table => plan_table(&services, &slices, &node, &desired.table),
-        PlanFormat::Nft => nft_text(&desired_ruleset(
-            services.iter().copied(),
-            slices.iter().copied(),
-            &node,
-            &proxy,
-        )),
-    };
-    print!("{text}");
-    Ok(ExitCode::SUCCESS)
+    print!("{}", output.text);
 }
 
 /// The proxy settings `plan` computes with: the common flags and the
@@ -237,62 +233,19 @@ async fn plan_from_api(args: &PlanArgs, source: &ApiSource) -> Result<ExitCode, 
         node.ips = host_addresses();
     }
     let proxy = plan_proxy_config(args);
-    let services: Vec<&Service> = cache.services().collect();
-    let slices: Vec<&EndpointSlice> = cache.slices().collect();
-    let desired = desired_table(services.iter().copied(), slices.iter().copied(), &node, &proxy);
-    for warning in &desired.warnings {
-        tracing::warn!("{warning}");
-    }
-    let text = match args.format {
-        PlanFormat::IpvsadmSave => ipvsadm_save(&desired.table),
-        PlanFormat::Dns => {
-            let config = DnsConfig {
-                zone: common.cluster_domain.clone(),
-                ..DnsConfig::default()
-            };
-            let owned_services: Vec<Service> = services.iter().map(|s| (*s).clone()).collect();
-            let owned_slices: Vec<EndpointSlice> = slices.iter().map(|s| (*s).clone()).collect();
-            zone_text(&cluster_records(&owned_services, &owned_slices, &config))
-        }
-        PlanFormat::Json => plan_json(&services, &slices, &desired.table)?,
-        PlanFormat::Table => plan_table(&services, &slices, &node, &desired.table),
-        PlanFormat::Nft => nft_text(&desired_ruleset(
-            services.iter().copied(),
-            slices.iter().copied(),
-            &node,
-            &proxy,
-        )),
+    let dns = DnsConfig {
+        zone: common.cluster_domain.clone(),
+        ..DnsConfig::default()
     };
-    print!("{text}");
+    let inputs = PlanInputs {
+        services: cache.services().collect(),
+        slices: cache.slices().collect(),
+        node: &node,
+        proxy: &proxy,
+        dns: &dns,
+    };
+    print_plan(args.format, &inputs);
     Ok(ExitCode::SUCCESS)
-}
-
-/// `plan --format table`: kubectl's tables, then `ipvsadm -Ln`.
-fn plan_table(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo, table: &IpvsTable) -> String {
-    format!(
-        "Services (kubectl get services -A):\n{}\nEndpointSlices (kubectl get endpointslices -A):\n{}\n\
-         IPVS on node {} ({}) (ipvsadm -Ln):\n{}\nAddresses on kube-ipvs0:\n{}",
-        services_table(services, true, None),
-        endpoint_slices_table(slices, true, None),
-        node.name,
-        node.ips.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-        ipvsadm_list(table),
-        table.addresses.iter().map(|a| format!("  {a}\n")).collect::<String>(),
-    )
-}
-
-fn plan_json(services: &[&Service], slices: &[&EndpointSlice], table: &IpvsTable) -> Result<String, Failure> {
-    let mut object = serde_json::json!({
-        "services": services,
-        "endpointSlices": slices,
-    });
-    let table = serde_json::to_value(table).map_err(|e| failure(e, 1))?;
-    if let (Some(out), serde_json::Value::Object(table)) = (object.as_object_mut(), table) {
-        out.extend(table);
-    }
-    serde_json::to_string_pretty(&object)
-        .map(|s| s + "\n")
-        .map_err(|e| failure(e, 1))
 }
 
 /// `run`: the agent, until SIGTERM or Ctrl-C (or after one sync with `--once`).

@@ -11,7 +11,11 @@
 //!   one, with graceful termination and ownership; [`apply`] replays them on
 //!   an in-memory table.
 //! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON, listed in
-//!   [`order`](mod@order), `ipvsadm`'s own order (its wrapping address sort).
+//!   [`order`](mod@order), `ipvsadm`'s own order (its wrapping address sort),
+//!   and `ipvsadm-save` text read back into a table.
+//! - [`plan_output`]: what `ipvs-agent plan` prints in each `--format`.
+//! - [`iptables`]: the rules kube-proxy's iptables mode would write, as
+//!   `iptables-save` prints them.
 //! - [`kube_proxy_config`]: kube-proxy's `--config` file, read, defaulted
 //!   and validated as kube-proxy reads it for IPVS mode ([`go_duration`]:
 //!   its duration text).
@@ -38,6 +42,7 @@ pub mod nftables;
 pub mod node;
 pub mod order;
 pub mod plan;
+pub mod plan_output;
 pub mod render;
 pub mod scenario;
 pub mod scheduler;
@@ -52,7 +57,10 @@ pub use error::{ApplyError, ProxyError, ProxyWarning};
 pub use index::{Changes, DesiredIndex};
 pub use node::NodeInfo;
 pub use plan::{plan, plan_changes, DrainState, Operation, Plan, PlanContext, PlanState};
-pub use render::{ipvsadm_list, ipvsadm_save, table_json, DUMMY_INTERFACE};
+pub use plan_output::{plan_output, PlanFormat, PlanInputs, PlanOutput};
+pub use render::{
+    ipvsadm_list, ipvsadm_save, parse_ipvsadm_save, table_json, SaveParseError, SaveProblem, DUMMY_INTERFACE,
+};
 pub use scheduler::{Scheduler, SCHEDULER_ANNOTATION};
 pub use table::{
     Flags, Forward, IpvsTable, Protocol, RealServer, VirtualServer, VirtualServerKey, VirtualServerSettings,

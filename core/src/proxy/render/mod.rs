@@ -8,6 +8,10 @@
 //! protocol, then addresses compared by a wrapping 32-bit subtraction, so
 //! 192.168.0.10 comes before 10.96.0.1).
 
+mod parse;
+
+pub use parse::{parse_ipvsadm_save, SaveParseError, SaveProblem};
+
 use super::order;
 use super::plan::Operation;
 use super::scheduler::Scheduler;
