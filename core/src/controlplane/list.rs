@@ -29,9 +29,15 @@ impl ControlPlane {
                 .map(|e| Object::Endpoints(Box::new(e)))
                 .collect(),
             Resource::Node => self.nodes().map(|n| Object::Node(Box::new(n.clone()))).collect(),
-            Resource::ServiceCidr => (self.service_cidrs())
-                .map(|c| Object::ServiceCidr(Box::new(c.clone())))
-                .collect(),
+            // By name, as the apiserver lists them (`kubernetes` among the
+            // others, not first).
+            Resource::ServiceCidr => {
+                let mut cidrs: Vec<_> = self.service_cidrs().collect();
+                cidrs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+                (cidrs.into_iter())
+                    .map(|c| Object::ServiceCidr(Box::new(c.clone())))
+                    .collect()
+            }
             Resource::Deployment => (self.deployments())
                 .filter(|d| in_ns(d.metadata.namespace_or_default()))
                 .map(|d| Object::Deployment(Box::new(d.clone())))
