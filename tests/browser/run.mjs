@@ -386,6 +386,9 @@ async function main() {
     assert.match(await page.locator('#ipvs-where').innerText(), /no interface holds the ClusterIP/);
     assert.match(await page.locator('#ipvs-text').innerText(), /-m statistic --mode random --probability 0\.50000000000 -j KUBE-SEP-/);
     await page.locator('input[name="ipvs-mode"][value="nft"]').check();
+    assert.match(await page.locator('#ipvs-where').innerText(), /nftables mode: no interface holds the ClusterIP/);
+    assert.match(await page.locator('#ipvs-text').innerText(), /^table ip kube-proxy \{[^]*10\.96\.0\.1 \. tcp \. 443 : goto service-2QRHZV4L-default\/kubernetes\/tcp\/https/);
+    await page.locator('input[name="ipvs-mode"][value="svcnet"]').check();
     assert.match(await page.locator('#ipvs-text').innerText(), /^table inet svcnet \{/);
     await page.context().close();
   });

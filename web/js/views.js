@@ -104,15 +104,16 @@ export function renderIpvs(el, session, mode) {
     list: { line: 'ipvsadm -Ln', where: `IPVS mode: every ClusterIP is bound on the dummy interface <code>kube-ipvs0</code>, so an interface does hold it.` },
     save: { line: 'ipvsadm-save -n', where: `IPVS mode: every ClusterIP is bound on the dummy interface <code>kube-ipvs0</code>, so an interface does hold it.` },
     iptables: { line: 'iptables-save', where: 'iptables mode: <b>no interface holds the ClusterIP</b>; it exists only in the nat rules below.' },
-    nft: { line: 'nft list ruleset', where: 'svcnet\'s nftables table beside IPVS mode: the ClusterIPs stay on <code>kube-ipvs0</code>; these sets and chains add masquerading and filtering.' },
+    nft: { line: 'nft list ruleset', where: 'nftables mode: <b>no interface holds the ClusterIP</b>; it exists only in the <code>service-ips</code> map and the rules below.' },
+    svcnet: { line: 'nft list table inet svcnet', where: 'svcnet\'s nftables table beside IPVS mode: the ClusterIPs stay on <code>kube-ipvs0</code>; these sets and chains add masquerading and filtering.' },
   }[mode] ?? null;
   const view = shown ?? { line: 'ipvsadm -Ln', where: '' };
   const answer = session.cluster.kubectl(view.line);
   const radio = (value, label) => `<label><input type="radio" name="ipvs-mode" value="${value}" ${(shown ? mode : 'list') === value ? 'checked' : ''}> <code>${label}</code></label>`;
   el.innerHTML = `
-    <p class="explain">What kube-proxy programs on <code>${esc(session.node)}</code>. In <b>IPVS mode</b> (this node's) each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints; <code>Masq</code> means NAT. In <b>iptables mode</b> the same Services become NAT rules instead. Pick what to see:</p>
+    <p class="explain">What kube-proxy programs on <code>${esc(session.node)}</code>. In <b>IPVS mode</b> (this node's) each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints; <code>Masq</code> means NAT. In <b>iptables mode</b> the same Services become NAT rules instead, and in <b>nftables mode</b> nftables maps and chains. Pick what to see:</p>
     <div class="walk-controls" role="radiogroup" aria-label="Mode and format">
-      ${radio('list', 'ipvsadm -Ln')}${radio('save', 'ipvsadm-save -n')}${radio('iptables', 'iptables-save')}${radio('nft', 'nft list ruleset')}
+      ${radio('list', 'ipvsadm -Ln')}${radio('save', 'ipvsadm-save -n')}${radio('iptables', 'iptables-save')}${radio('nft', 'nft list ruleset')}${radio('svcnet', 'nft list table inet svcnet')}
     </div>
     <p class="hint" id="ipvs-where">${view.where}</p>
     <pre class="block" id="ipvs-text" aria-label="${esc(view.line)}">${esc(answer.text)}</pre>

@@ -145,8 +145,15 @@ pub enum Command {
     },
     /// `iptables-save`: the rules kube-proxy's iptables mode would write.
     IptablesSave,
-    /// `nft list ruleset`.
+    /// `nft list ruleset`: kube-proxy's nftables-mode tables.
     NftListRuleset,
+    /// `nft list table ip kube-proxy` (`ipv6: false`) or `ip6 kube-proxy`.
+    NftListKubeProxy {
+        /// The `ip6` table rather than the `ip` one.
+        ipv6: bool,
+    },
+    /// `nft list table inet svcnet`: svcnet's own table beside IPVS mode.
+    NftListSvcnet,
     /// `ip addr show kube-ipvs0` (or `ip addr`, `ip a`).
     IpAddrShow,
     /// `simulate ready|unready POD`: the playground's stand-in for a
@@ -157,6 +164,34 @@ pub enum Command {
         /// Whether it passes.
         ready: bool,
     },
+}
+
+/// `nft list ruleset` and `nft list table FAMILY NAME`, for the tables a
+/// node has; anything else fails the way nft does.
+fn parse_nft(rest: &[String]) -> Result<Command, UsageError> {
+    let args: Vec<&str> = rest.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["list", "ruleset"] => Ok(Command::NftListRuleset),
+        ["list", "table", "ip", "kube-proxy"] => Ok(Command::NftListKubeProxy { ipv6: false }),
+        ["list", "table", "ip6", "kube-proxy"] => Ok(Command::NftListKubeProxy { ipv6: true }),
+        ["list", "table", "inet", "svcnet"] => Ok(Command::NftListSvcnet),
+        ["list", "table", family, name] if ["ip", "ip6", "inet", "arp", "bridge", "netdev"].contains(family) => {
+            let line = format!("list table {family} {name}");
+            let marks = "^".repeat(name.len());
+            Err(UsageError::new(format!(
+                "Error: No such file or directory\n{line}\n{:width$}{marks}",
+                "",
+                width = line.len() - name.len()
+            )))
+        }
+        [] => Err(UsageError::new(
+            "Error: syntax error, unexpected end of file\n(this console lists: nft list ruleset, nft list table ip kube-proxy, nft list table inet svcnet)",
+        )),
+        _ => Err(UsageError::new(format!(
+            "Error: this console only lists rules: nft list ruleset, nft list table ip kube-proxy, nft list table ip6 kube-proxy, nft list table inet svcnet (not: nft {})",
+            args.join(" ")
+        ))),
+    }
 }
 
 /// Reads one command line; `stdin` is the text for `kubectl apply -f -`.
@@ -171,14 +206,7 @@ pub fn parse(line: &str, stdin: Option<&str>) -> Result<Command, UsageError> {
         "ipvsadm" => return parse_ipvsadm(rest),
         "ipvsadm-save" => return Ok(Command::Ipvsadm { save: true }),
         "iptables-save" => return Ok(Command::IptablesSave),
-        "nft" => {
-            return match rest.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-                ["list", "ruleset"] => Ok(Command::NftListRuleset),
-                _ => Err(UsageError::new(
-                    "this console shows the whole ruleset: nft list ruleset",
-                )),
-            }
-        }
+        "nft" => return parse_nft(rest),
         "ip" => {
             return match rest.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
                 ["a" | "addr" | "address"]

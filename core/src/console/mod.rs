@@ -20,6 +20,7 @@ pub mod yaml;
 
 use crate::api::{Object, Resource};
 use crate::controlplane::{ApiError, ControlPlane};
+use crate::family::IpFamily;
 use crate::proxy::{ipvsadm_list, ipvsadm_save};
 use command::{parse, Command, TcpPort};
 use serde::Serialize;
@@ -119,7 +120,8 @@ pub const HELP: &str = "Commands (the same as kubectl's; the default namespace u
   ipvsadm-save -n                the same, as ipvs-agent plan --format ipvsadm-save
   ip addr show kube-ipvs0        where IPVS mode binds every ClusterIP
   iptables-save                  the rules kube-proxy's iptables mode would write instead
-  nft list ruleset               svcnet's own nftables table (masquerade and filter, beside IPVS)
+  nft list ruleset               the tables kube-proxy's nftables mode would write instead
+  nft list table inet svcnet     svcnet's own nftables table (masquerade and filter, beside IPVS)
 Playground only:
   simulate unready POD           the pod's readiness probe starts failing
   simulate ready POD             and passes again
@@ -130,6 +132,8 @@ Keys: Up/Down walk the history, Tab completes a word, Ctrl+L clears.";
 pub fn run(cp: &mut ControlPlane, line: &str, stdin: Option<&str>) -> Outcome {
     match parse(line, stdin) {
         Ok(command) => execute(cp, command),
+        // nft's own messages already start with `Error:`.
+        Err(usage) if usage.0.starts_with("Error: ") => Outcome::new(false, usage.0, Effect::Nothing),
         Err(usage) => Outcome::new(false, format!("error: {usage}"), Effect::Nothing),
     }
 }
@@ -207,7 +211,11 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
         } => exec(cp, &pod, &namespace, variable.as_deref()),
         Command::Ipvsadm { save } => ipvsadm(cp, save),
         Command::IptablesSave => modes::iptables_save(cp),
-        Command::NftListRuleset => modes::nft_list_ruleset(cp),
+        Command::NftListRuleset => modes::nft_list_ruleset(cp, None),
+        Command::NftListKubeProxy { ipv6 } => {
+            modes::nft_list_ruleset(cp, Some(if ipv6 { IpFamily::IPv6 } else { IpFamily::IPv4 }))
+        }
+        Command::NftListSvcnet => modes::nft_list_svcnet(cp),
         Command::IpAddrShow => modes::ip_addr_show(cp),
         Command::Readiness { pod, ready } => readiness(cp, &pod, ready),
     }
@@ -614,6 +622,14 @@ pub fn vocabulary(cp: &ControlPlane) -> Vec<String> {
         "ipvsadm",
         "-Ln",
         "ipvsadm-save",
+        "iptables-save",
+        "nft",
+        "list",
+        "ruleset",
+        "table",
+        "kube-proxy",
+        "svcnet",
+        "inet",
         "simulate",
         "unready",
         "ready",

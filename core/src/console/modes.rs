@@ -1,14 +1,17 @@
 //! The console's view of the node's dataplane in each of kube-proxy's
 //! modes, on the first node: `ip addr show kube-ipvs0` (IPVS mode binds
 //! every ClusterIP on that dummy interface), `iptables-save` (iptables
-//! mode: the ClusterIP exists only in NAT rules) and `nft list ruleset`
-//! (svcnet's own table, which adds masquerading and filtering beside
-//! IPVS). Each answer says in its note whether an interface holds the
-//! ClusterIPs.
+//! mode: the ClusterIP exists only in NAT rules), `nft list ruleset`
+//! (nftables mode: kube-proxy's `ip`/`ip6 kube-proxy` tables, the ClusterIP
+//! only a map key) and `nft list table inet svcnet` (svcnet's own table,
+//! which adds masquerading and filtering beside IPVS). Each answer says in
+//! its note whether an interface holds the ClusterIPs.
 
 use super::{Effect, Outcome};
 use crate::controlplane::ControlPlane;
+use crate::family::IpFamily;
 use crate::proxy::iptables::{iptables_save as render_iptables, IptablesConfig};
+use crate::proxy::kube_proxy_nft::{kube_proxy_ruleset, KubeProxyNftConfig};
 use crate::proxy::nftables::{desired_ruleset, nft_text};
 use crate::proxy::{NodeInfo, ProxyConfig, DUMMY_INTERFACE};
 use std::fmt::Write as _;
@@ -71,8 +74,39 @@ pub fn iptables_save(cp: &ControlPlane) -> Outcome {
     )
 }
 
-/// `nft list ruleset` on the first node: svcnet's `inet svcnet` table.
-pub fn nft_list_ruleset(cp: &ControlPlane) -> Outcome {
+/// `nft list ruleset` on the first node as kube-proxy's nftables mode
+/// would leave it: the `ip kube-proxy` table, then `ip6 kube-proxy`, for
+/// the families of the cluster's service CIDRs (`only`: `nft list table
+/// ip|ip6 kube-proxy`, that table alone).
+pub fn nft_list_ruleset(cp: &ControlPlane, only: Option<IpFamily>) -> Outcome {
+    let info = match node(cp, "nft") {
+        Ok(info) => info,
+        Err(outcome) => return outcome,
+    };
+    let config = KubeProxyNftConfig {
+        cluster_cidrs: cp.config().constraints.pod_cidrs.clone(),
+        service_cidrs: cp.config().service_cidrs.clone(),
+    };
+    let families: Vec<IpFamily> = match only {
+        Some(family) => vec![family],
+        None => {
+            let of = |f: IpFamily| (cp.config().service_cidrs.iter()).any(|c| IpFamily::of(c.ip()) == f);
+            [IpFamily::IPv4, IpFamily::IPv6]
+                .into_iter()
+                .filter(|f| of(*f))
+                .collect()
+        }
+    };
+    let services: Vec<_> = cp.services().collect();
+    let slices: Vec<_> = cp.endpoint_slices().collect();
+    let text = kube_proxy_ruleset(&families, &services, &slices, &info, &config);
+    Outcome::new(true, text.trim_end(), Effect::Read).with_note(
+        "What kube-proxy in nftables mode (--proxy-mode=nftables) writes: no interface holds a ClusterIP; it is only a key of the service-ips map, whose verdict jumps to a service- chain that DNATs to an endpoint. This node runs IPVS mode, so these tables are what the other mode would program; svcnet's own table is nft list table inet svcnet.".to_string(),
+    )
+}
+
+/// `nft list table inet svcnet` on the first node: svcnet's own table.
+pub fn nft_list_svcnet(cp: &ControlPlane) -> Outcome {
     let info = match node(cp, "nft") {
         Ok(info) => info,
         Err(outcome) => return outcome,
@@ -84,6 +118,6 @@ pub fn nft_list_ruleset(cp: &ControlPlane) -> Outcome {
     };
     let table = desired_ruleset(cp.services(), cp.endpoint_slices(), &info, &config);
     Outcome::new(true, nft_text(&table).trim_end(), Effect::Read).with_note(
-        "svcnet's own table beside IPVS mode: sets of the ClusterIPs, NodePorts and endpoints, masquerading (hairpin, NodePort, traffic from outside the cluster CIDR) and the filter that drops kube-ipvs0 addresses on ports no Service has. kube-proxy's own nftables mode is not shown here.".to_string(),
+        "svcnet's own table beside IPVS mode: the ClusterIPs stay on kube-ipvs0; sets of the ClusterIPs, NodePorts and endpoints, masquerading (hairpin, NodePort, traffic from outside the cluster CIDR) and the filter that drops kube-ipvs0 addresses on ports no Service has. kube-proxy's own nftables mode is nft list ruleset.".to_string(),
     )
 }

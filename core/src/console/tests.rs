@@ -574,8 +574,55 @@ fn the_three_modes_show_where_a_clusterip_lives() {
     assert!(rules.note.unwrap().contains("no interface holds a ClusterIP"));
 
     let nft = run(&mut cp, "nft list ruleset", None);
-    assert!(nft.ok && nft.text.starts_with("table inet svcnet {"), "{}", nft.text);
-    assert!(nft.text.contains(&web), "{}", nft.text);
+    let text = &nft.text;
+    assert!(
+        nft.ok && text.starts_with("table ip kube-proxy {\n\tcomment \"rules for kube-proxy\""),
+        "{text}"
+    );
+    assert!(
+        !text.contains("table ip6 kube-proxy"),
+        "an IPv4 cluster shows one table:\n{text}"
+    );
+    assert!(
+        text.contains("10.96.0.1 . tcp . 443 : goto service-2QRHZV4L-default/kubernetes/tcp/https"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{web} . tcp . 80 : goto service-")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{lonely} . tcp . 80 comment \"default/lonely:80-80\" : goto reject-chain"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000"),
+        "{text}"
+    );
+    let note = nft.note.unwrap();
+    assert!(
+        note.contains("nftables mode") && note.contains("no interface holds a ClusterIP"),
+        "{note}"
+    );
+    let v4 = run(&mut cp, "nft list table ip kube-proxy", None);
+    assert_eq!(v4.text, nft.text);
+    let v6 = run(&mut cp, "nft list table ip6 kube-proxy", None);
+    assert!(v6.ok && v6.text.starts_with("table ip6 kube-proxy {"), "{}", v6.text);
+
+    let svcnet = run(&mut cp, "nft list table inet svcnet", None);
+    assert!(
+        svcnet.ok && svcnet.text.starts_with("table inet svcnet {"),
+        "{}",
+        svcnet.text
+    );
+    assert!(svcnet.text.contains(&web), "{}", svcnet.text);
+    assert!(svcnet.note.unwrap().contains("kube-ipvs0"));
+
+    let missing = run(&mut cp, "nft list table inet filter", None);
+    assert!(!missing.ok);
+    assert_eq!(
+        missing.text,
+        "Error: No such file or directory\nlist table inet filter\n                ^^^^^^"
+    );
     assert!(!run(&mut cp, "nft flush ruleset", None).ok);
 }
 

@@ -40,25 +40,31 @@ pub struct IptablesConfig {
     pub cluster_cidr: Option<ipnetwork::IpNetwork>,
 }
 
-/// base32 (RFC 4648, upper case, no padding needed for 16 characters) of
-/// the sha256 of `text`, cut to 16 characters.
-fn hash16(text: &str) -> String {
+/// base32 (RFC 4648, upper case) of the sha256 of `text`, cut to `len`
+/// characters: how kube-proxy names its per-Service chains (16 characters
+/// in iptables mode, 8 in nftables mode).
+pub(crate) fn sha256_base32(text: &str, len: usize) -> String {
     const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     let digest = Sha256::digest(text.as_bytes());
-    let mut out = String::with_capacity(16);
+    let mut out = String::with_capacity(len);
     let (mut buffer, mut bits) = (0u32, 0u32);
     for byte in digest.iter() {
         buffer = (buffer << 8) | u32::from(*byte);
         bits += 8;
-        while bits >= 5 && out.len() < 16 {
+        while bits >= 5 && out.len() < len {
             bits -= 5;
             out.push(char::from(ALPHABET[((buffer >> bits) & 31) as usize]));
         }
-        if out.len() == 16 {
+        if out.len() == len {
             break;
         }
     }
     out
+}
+
+/// The 16-character hash of iptables mode's chain names.
+fn hash16(text: &str) -> String {
+    sha256_base32(text, 16)
 }
 
 /// One Service port's chains and rules.

@@ -19,6 +19,8 @@
 //! - [`kube_proxy_config`]: kube-proxy's `--config` file, read, defaulted
 //!   and validated as kube-proxy reads it for IPVS mode ([`go_duration`]:
 //!   its duration text).
+//! - [`kube_proxy_nft`]: the table kube-proxy's own nftables mode writes,
+//!   rendered as `nft list table ip kube-proxy` prints it.
 //! - [`nftables`]: the masquerade and filter rules kube-proxy writes with
 //!   iptables and ipsets, as one nftables table computed from the same
 //!   inputs, rendered as `nft` text.
@@ -38,6 +40,7 @@ pub mod health;
 pub mod index;
 pub mod iptables;
 pub mod kube_proxy_config;
+pub mod kube_proxy_nft;
 pub mod nftables;
 pub mod node;
 pub mod order;
