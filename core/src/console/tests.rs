@@ -590,7 +590,7 @@ fn the_three_modes_show_where_a_clusterip_lives() {
     assert!(text.contains(&format!("{web} . tcp . 80 : goto service-")), "{text}");
     assert!(
         text.contains(&format!(
-            "{lonely} . tcp . 80 comment \"default/lonely:80-80\" : goto reject-chain"
+            "{lonely} . tcp . 80 comment \"default/lonely:80\" : goto reject-chain"
         )),
         "{text}"
     );
@@ -678,7 +678,10 @@ fn an_added_service_cidr_has_an_age() {
         "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.97.0.0/24]}\n";
     assert!(run(&mut cp, "kubectl apply -f -", Some(manifest)).ok);
     let table = text(&mut cp, "kubectl get servicecidrs");
-    assert!(table.contains("extra        10.97.0.0/24   0s\nkubernetes   10.96.0.0/24   0s"), "listed by name: {table}");
+    assert!(
+        table.contains("extra        10.97.0.0/24   0s\nkubernetes   10.96.0.0/24   0s"),
+        "listed by name: {table}"
+    );
     let yaml = text(&mut cp, "kubectl get servicecidr extra -o yaml");
     assert!(yaml.contains("creationTimestamp: \"1970-01-01T00:00:00Z\""), "{yaml}");
 }
