@@ -2,6 +2,7 @@
 //! client-side errors (`exactly one NAME is required, got 0`, `required
 //! flag(s) "image" not set`). Nothing here touches the cluster.
 
+use super::selector::Selector;
 use super::words::{integer, words, Args};
 use super::UsageError;
 use crate::api::Resource;
@@ -119,6 +120,8 @@ pub enum Command {
         all_namespaces: bool,
         /// `-n` (default `default`).
         namespace: String,
+        /// `-l`: only objects whose labels match.
+        selector: Option<Selector>,
     },
     /// `kubectl describe KIND [NAME...]`.
     Describe {
@@ -451,8 +454,16 @@ fn parse_scale(args: &[String]) -> Result<Command, UsageError> {
 
 fn parse_get(args: &[String]) -> Result<Command, UsageError> {
     let args = Args::split(args, &["A", "all-namespaces"])?;
-    args.only(&["o", "output", "A", "all-namespaces", "n", "namespace"])?;
+    args.only(&["o", "output", "A", "all-namespaces", "n", "namespace", "l", "selector"])?;
     let (resource, names) = kind_and_names(&args.positional)?;
+    let selector = (args.flag(&["l", "selector"]))
+        .map(|text| Selector::parse(text).map_err(UsageError::new))
+        .transpose()?;
+    if selector.is_some() && !names.is_empty() {
+        return Err(UsageError::new(
+            "selectors and the all flag cannot be used when passing resource/name arguments",
+        ));
+    }
     let output = match args.flag(&["o", "output"]).unwrap_or("") {
         "" => Output::Table,
         "wide" => Output::Wide,
@@ -473,6 +484,7 @@ fn parse_get(args: &[String]) -> Result<Command, UsageError> {
         output,
         all_namespaces: args.has(&["A", "all-namespaces"]),
         namespace: args.flag(&["n", "namespace"]).unwrap_or("default").to_string(),
+        selector,
     })
 }
 

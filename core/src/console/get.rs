@@ -4,6 +4,7 @@
 //! namespace.` when there is nothing.
 
 use super::command::Output;
+use super::selector::Selector;
 use super::{jsonpath, yaml};
 use crate::api::{Node, Object, Pod, Resource};
 use crate::controlplane::{ApiError, ControlPlane};
@@ -31,12 +32,17 @@ pub struct Get<'a> {
     pub all_namespaces: bool,
     /// `-n`.
     pub namespace: &'a str,
+    /// `-l`.
+    pub selector: Option<&'a Selector>,
 }
 
 /// The text kubectl prints, and whether every name was found.
 pub fn get(cp: &ControlPlane, request: &Get) -> (bool, String) {
     let namespace = (!request.all_namespaces).then_some(request.namespace);
     let mut objects = cp.list(request.resource, namespace);
+    if let Some(selector) = request.selector {
+        objects.retain(|o| selector.matches(&o.meta().labels));
+    }
     let mut errors = Vec::new();
     if !request.names.is_empty() {
         for name in request.names {

@@ -15,6 +15,7 @@ pub mod jsonpath;
 pub mod kube_proxy;
 pub mod modes;
 pub mod preset;
+pub mod selector;
 pub mod words;
 pub mod yaml;
 
@@ -113,7 +114,7 @@ pub const HELP: &str = "Commands (the same as kubectl's; the default namespace u
   kubectl apply -f -             (opens a box for YAML; Ctrl+Enter applies it)
   kubectl delete svc|pod|deployment|endpointslice NAME
   kubectl scale deployment NAME --replicas=N
-  kubectl get svc|endpoints|endpointslices|pods|deployments|nodes|servicecidrs [NAME] [-o wide|yaml|json|name]
+  kubectl get svc|endpoints|endpointslices|pods|deployments|nodes|servicecidrs [NAME] [-l SELECTOR] [-o wide|yaml|json|name]
   kubectl describe svc|endpointslice [NAME]
   kubectl exec POD -- env        the Service variables the kubelet gave the pod when it started
   ipvsadm -Ln                    the IPVS table kube-proxy programs on the first node
@@ -188,6 +189,7 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
             output,
             all_namespaces,
             namespace,
+            selector,
         } => {
             let request = get::Get {
                 resource,
@@ -195,6 +197,7 @@ fn execute(cp: &mut ControlPlane, command: Command) -> Outcome {
                 output,
                 all_namespaces,
                 namespace: &namespace,
+                selector: selector.as_ref(),
             };
             let (ok, text) = get::get(cp, &request);
             Outcome::new(ok, text, Effect::Read)

@@ -685,3 +685,35 @@ fn an_added_service_cidr_has_an_age() {
     let yaml = text(&mut cp, "kubectl get servicecidr extra -o yaml");
     assert!(yaml.contains("creationTimestamp: \"1970-01-01T00:00:00Z\""), "{yaml}");
 }
+
+#[test]
+fn get_with_a_label_selector_lists_what_matches() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(
+        &mut cp,
+        "kubectl create deployment web --image=nginx --replicas=2 --port=80",
+        None,
+    );
+    run(&mut cp, "kubectl expose deployment web --port=80", None);
+    let slices = text(&mut cp, "kubectl get endpointslices -l kubernetes.io/service-name=web");
+    assert!(
+        slices.starts_with("NAME        ADDRESSTYPE   PORTS   ENDPOINTS"),
+        "{slices}"
+    );
+    assert_eq!(slices.lines().count(), 2, "web's one slice only: {slices}");
+    let pods = text(&mut cp, "kubectl get pods -A -l k8s-app=kube-dns -o name");
+    assert_eq!(pods.lines().count(), 2, "{pods}");
+    assert!(pods.lines().all(|l| l.starts_with("pod/coredns-")), "{pods}");
+    assert_eq!(
+        text(&mut cp, "kubectl get svc -l app=nothing"),
+        "No resources found in default namespace."
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get svc -l 'app in (web'"),
+        "error: unclosed '(' in \"app in (web\""
+    );
+    assert_eq!(
+        text(&mut cp, "kubectl get svc -x 1"),
+        "error: unknown shorthand flag: 'x' in -x"
+    );
+}

@@ -109,6 +109,9 @@ impl Args {
     /// Refuses a flag outside `allowed`, as kubectl does.
     pub fn only(&self, allowed: &[&str]) -> Result<(), UsageError> {
         match self.flags.iter().find(|(name, _)| !allowed.contains(&name.as_str())) {
+            Some((name, _)) if name.chars().count() == 1 => {
+                Err(UsageError::new(format!("unknown shorthand flag: '{name}' in -{name}")))
+            }
             Some((name, _)) => Err(UsageError::new(format!("unknown flag: --{name}"))),
             None => Ok(()),
         }
@@ -158,7 +161,7 @@ mod tests {
         assert_eq!(args.flag(&["n", "namespace"]), Some("shop"));
         assert_eq!(
             args.only(&["o", "tcp", "A"]).unwrap_err().to_string(),
-            "unknown flag: --n"
+            "unknown shorthand flag: 'n' in -n"
         );
         let missing = Args::split(&words("--replicas").unwrap(), &[]).unwrap_err();
         assert_eq!(missing.to_string(), "flag needs an argument: --replicas");
