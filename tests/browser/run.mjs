@@ -221,7 +221,7 @@ async function main() {
     await page.context().close();
   });
 
-  await test('a Service created in the console shows its ClusterIP in the Services view, the range map and IPVS, as the core computes it', async () => {
+  await test('claim 14: a Service created in the console shows its ClusterIP in the Services view, the range map and IPVS (a virtual server per ClusterIP:port, the address on kube-ipvs0), as the core computes it', async () => {
     const seed = 42;
     const page = await openPage();
     await page.fill('#seed-input', String(seed));
@@ -247,7 +247,7 @@ async function main() {
     await page.context().close();
   });
 
-  await test('deleting kubernetes brings it back with the same IP', async () => {
+  await test('claim 10: the first address of the range is kubernetes\'s; deleted, it comes back on the same address', async () => {
     const page = await openPage();
     await page.fill('#cidr-input', '10.100.0.0/16');
     await page.click('#cidr-form button[type="submit"]');
@@ -259,7 +259,7 @@ async function main() {
     await page.context().close();
   });
 
-  await test('bad input shows Kubernetes\' own errors, and a refused CIDR is explained', async () => {
+  await test('claim 9: a service CIDR is validated as kube-apiserver validates it (too small, too big, over the pod network, not a CIDR) and the refusal is explained; bad objects get Kubernetes\' own errors', async () => {
     const page = await openPage();
     assert.match(await kubectl(page, 'kubectl create svc clusterip Bad_Name --tcp=80'), /The Service "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name"/);
     assert.match(await kubectl(page, 'kubectl delete svc nope'), /Error from server \(NotFound\): services "nope" not found/);
@@ -437,7 +437,135 @@ async function main() {
     await page.context().close();
   });
 
-  await test('a /29 is drawn address by address and fills up with the core\'s error', async () => {
+  await test('claim 7: kubectl expose copies the Deployment\'s selector; kubectl create service makes one from the name, and each says so', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=8080');
+    const exposed = await kubectl(page, 'kubectl expose deployment web --port=80 --target-port=8080');
+    assert.match(exposed, /^kubectl expose deployment web --port=80 --target-port=8080\nservice\/web exposed\nkubectl expose copied the selector app=web from deployment web's spec\.selector/);
+    const created = await kubectl(page, 'kubectl create service clusterip api --tcp=80:8080');
+    assert.match(created, /service\/api created\nkubectl create service made the selector app=api from the name/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices -l kubernetes.io/service-name=web'), /web-\w+\s+IPv4\s+8080\s+10\.244\.0\.4,10\.244\.0\.5\s/, 'the exposed Service has the pods');
+    assert.match(await kubectl(page, 'kubectl get endpointslices -l kubernetes.io/service-name=api'), /api-\w+\s+IPv4\s+<unset>\s+<unset>\s/, 'no pod carries app=api');
+    assert.match(await kubectl(page, 'kubectl get svc api -o yaml'), /ports:\n  - name: 80-8080\n    port: 80/);
+    await page.context().close();
+  });
+
+  await test('claim 11: dynamic ClusterIPs come from the upper band, a requested one from the lower static band, and a taken one is refused', async () => {
+    const page = await openPage();
+    await page.fill('#cidr-input', '10.96.0.0/24');
+    await page.press('#cidr-input', 'Enter');
+    await page.waitForFunction(() => document.querySelectorAll('#range-map .cells .cell').length === 256);
+    await kubectl(page, 'kubectl create svc clusterip web --tcp=80');
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: fixed}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    const web = await page.locator('#view-services [data-service="web"] .cluster-ip').innerText();
+    assert.ok(Number(web.split('.')[3]) >= 16, `${web} is in the dynamic band (past the first 16 addresses of a /24)`);
+    assert.match(await page.locator(`#range-map .cell[data-from="${web}"]`).getAttribute('class'), /\bdynamic\b/);
+    assert.match(await page.locator('#range-map .cell[data-from="10.96.0.5"]').getAttribute('class'), /\bstatic\b/);
+    assert.match(await page.locator('#range-map').innerText(), /static/i);
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: again}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    assert.match(await page.locator('#console-output .entry').last().innerText(), /The Service "again" is invalid: spec\.clusterIPs: Invalid value: \["10\.96\.0\.5"\]: failed to allocate IP 10\.96\.0\.5: provided IP is already allocated/);
+    await page.context().close();
+  });
+
+  await test('claim 13: pods matching a Service\'s selector become endpoints of its EndpointSlice, marked ready or not; a Service without a selector gets no slice', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');
+    await kubectl(page, 'kubectl expose deployment web --port=80');
+    const pod = (await kubectl(page, 'kubectl get pods -l app=web -o name')).split('\n')[1].replace('pod/', '');
+    assert.match(await kubectl(page, `simulate unready ${pod}`), /readiness probe failed/);
+    const slice = (await kubectl(page, 'kubectl get endpointslices -l kubernetes.io/service-name=web -o name')).split('\n')[1].replace('endpointslice.discovery.k8s.io/', '');
+    const described = await kubectl(page, `kubectl describe endpointslice ${slice}`);
+    assert.match(described, /Conditions:\n\s+Ready:\s+false\n[^]*TargetRef:\s+Pod\//);
+    assert.match(described, /Conditions:\n\s+Ready:\s+true/);
+    const view = await tab(page, 'slices');
+    assert.match(await view.innerText(), /not ready/);
+    assert.match(await view.innerText(), /Every pod whose labels match a Service's selector becomes an endpoint/);
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: bare}\nspec: {ports: [{port: 80}]}\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    assert.equal(await kubectl(page, 'kubectl get endpointslices -l kubernetes.io/service-name=bare'), 'kubectl get endpointslices -l kubernetes.io/service-name=bare\nNo resources found in default namespace.');
+    await page.context().close();
+  });
+
+  await test('claim 15: a NodePort comes from 30000-32767 and opens a virtual server on the node\'s address; a taken or out-of-range port is refused', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=1 --port=80');
+    assert.match(await kubectl(page, 'kubectl expose deployment web --port=80 --type=NodePort'), /service\/web exposed/);
+    const row = await kubectl(page, 'kubectl get svc web');
+    const port = Number(/80:(\d+)\/TCP/.exec(row)[1]);
+    assert.ok(port >= 30000 && port <= 32767, `${port} is in the NodePort range`);
+    assert.match(await kubectl(page, 'ipvsadm -Ln'), new RegExp(`TCP  192\\.168\\.49\\.2:${port} rr\\n  -> 10\\.244\\.0\\.4:80`));
+    assert.match(await kubectl(page, `kubectl create svc nodeport again --tcp=80 --node-port=${port}`), new RegExp(`spec\\.ports\\[0\\]\\.nodePort: Invalid value: ${port}: provided port is already allocated`));
+    assert.match(await kubectl(page, 'kubectl create svc nodeport low --tcp=80 --node-port=20080'), /provided port is not in the valid range\. The range of valid ports is 30000-32767/);
+    await page.context().close();
+  });
+
+  await test('claim 16: DNS: a Service name resolves to its ClusterIP, a headless one to its ready pods, an ExternalName to a CNAME; named ports get SRV records', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment db --image=postgres --replicas=2 --port=5432');
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec:\n  clusterIP: None\n  selector: {app: db}\n  ports: [{name: pg, port: 5432}]\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    assert.match(await kubectl(page, 'kubectl create svc externalname ext --external-name=example.com'), /service\/ext created\nAn ExternalName Service gets no ClusterIP/);
+    await kubectl(page, 'kubectl create svc clusterip web --tcp=80');
+    const web = await page.locator('#view-services [data-service="web"] .cluster-ip').innerText();
+    const view = await tab(page, 'dns');
+    const dns = await view.innerText();
+    assert.match(dns, new RegExp(`web\\.default\\.svc\\.cluster\\.local\\.\\s+A\\s+${web.replace(/\./g, '\\.')}`));
+    assert.match(dns, /db\.default\.svc\.cluster\.local\.\s+A\s+10\.244\.0\.4/);
+    assert.match(dns, /db\.default\.svc\.cluster\.local\.\s+A\s+10\.244\.0\.5/);
+    assert.match(dns, /_pg\._tcp\.db\.default\.svc\.cluster\.local\.\s+SRV\s+0 50 5432 10-244-0-4\.db\.default\.svc\.cluster\.local\./);
+    assert.match(dns, /ext\.default\.svc\.cluster\.local\.\s+CNAME\s+example\.com\./);
+    const pod = (await kubectl(page, 'kubectl get pods -l app=db -o name')).split('\n')[1].replace('pod/', '');
+    await kubectl(page, `simulate unready ${pod}`);
+    const after = await (await tab(page, 'dns')).innerText();
+    assert.equal((after.match(/^db\.default\.svc\.cluster\.local\.\s+A\s/gm) ?? []).length, 1, 'the unready pod leaves the headless answer');
+    await page.context().close();
+  });
+
+  await test('claim 18: what a cluster starts with: kubeadm\'s kube-dns on the tenth address with CoreDNS and the apiserver on 6443; minikube\'s apiserver on 8443; kind\'s node', async () => {
+    const page = await openPage();
+    assert.match(await kubectl(page, 'kubectl get svc -n kube-system'), /kube-dns\s+ClusterIP\s+10\.96\.0\.10\s+<none>\s+53\/UDP,53\/TCP,9153\/TCP/);
+    assert.match(await kubectl(page, 'kubectl get pods -n kube-system'), /coredns-\w+-\w+\s+1\/1\s+Running[^]*\ncoredns-/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+6443\s+192\.168\.49\.2\s/);
+    await page.selectOption('#control-plane', 'minikube');
+    await page.waitForFunction(() => window.playground.session.controlPlane === 'minikube');
+    assert.match(await kubectl(page, 'kubectl get nodes'), /^kubectl get nodes\nNAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\nminikube\s+Ready\s+control-plane/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+8443\s+192\.168\.49\.2\s/);
+    assert.equal((await kubectl(page, 'kubectl get pods -n kube-system -o name')).split('\n').length, 2, 'minikube runs one CoreDNS pod');
+    await page.selectOption('#control-plane', 'kind');
+    await page.waitForFunction(() => window.playground.session.controlPlane === 'kind');
+    assert.match(await kubectl(page, 'kubectl get nodes -o wide'), /kind-control-plane\s+Ready\s+control-plane\s+\d+s\s+v1\.37\.2\s+172\.18\.0\.2\s/);
+    assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /kubernetes\s+IPv4\s+6443\s+172\.18\.0\.2\s/);
+    assert.match(await page.locator('#view-ipvs').evaluate((el) => el.closest('body').innerText), /kind-control-plane/);
+    await page.context().close();
+  });
+
+  await test('claim 19: a targetPort may name a container port: each pod\'s own number is used, one EndpointSlice per set of ports', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Pod\nmetadata: {name: a, labels: {app: named}}\nspec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 8080}]}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, labels: {app: named}}\nspec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 9090}]}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: named}\nspec: {selector: {app: named}, ports: [{port: 80, targetPort: http}]}\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    const slices = await kubectl(page, 'kubectl get endpointslices -l kubernetes.io/service-name=named');
+    assert.match(slices, /named-\w+\s+IPv4\s+8080\s+10\.244\.0\.4\s/);
+    assert.match(slices, /named-\w+\s+IPv4\s+9090\s+10\.244\.0\.5\s/);
+    await tab(page, 'ipvs');
+    const ipvs = await page.locator('#ipvs-text').innerText();
+    assert.match(ipvs, /-> 10\.244\.0\.4:8080\s/);
+    assert.match(ipvs, /-> 10\.244\.0\.5:9090\s/);
+    await page.context().close();
+  });
+
+  await test('claim 12: a /29 is drawn address by address and fills up with kube-apiserver\'s error; a second ServiceCIDR makes room', async () => {
     const page = await openPage();
     await page.fill('#cidr-input', '10.96.0.0/29');
     await page.press('#cidr-input', 'Enter');
@@ -446,6 +574,13 @@ async function main() {
     assert.match(await kubectl(page, 'kubectl create svc clusterip s6 --tcp=80'), /Error from server \(InternalError\): Internal error occurred: failed to allocate a serviceIP for Service "s6": range is full/);
     assert.equal(await page.locator('#range-map .cell.used').count(), 6);
     await shot(page, '08-range-29');
+    await kubectl(page, 'kubectl apply -f -');
+    await page.fill('#stdin-input', 'apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.97.0.0/29]}\n');
+    await page.press('#stdin-input', 'Control+Enter');
+    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    assert.match(await kubectl(page, 'kubectl get servicecidrs'), /extra\s+10\.97\.0\.0\/29\s+\d+s\nkubernetes\s+10\.96\.0\.0\/29\s/);
+    assert.match(await kubectl(page, 'kubectl create svc clusterip s6 --tcp=80'), /service\/s6 created/);
+    assert.match(await kubectl(page, 'kubectl get svc s6'), /s6\s+ClusterIP\s+10\.97\.0\.\d\s/, 'the new Service is on the added range');
     await page.context().close();
   });
 
@@ -569,7 +704,7 @@ async function main() {
     await page.context().close();
   });
 
-  await test('the packet walk follows a pod being deleted or made unready', async () => {
+  await test('claim 17: a packet\'s path: client, ClusterIP, IPVS picks a real server in turn, DNAT to the pod; a deleted or unready pod drops out', async () => {
     const page = await openPage();
     await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2');
     await kubectl(page, 'kubectl expose deployment web --port=80');

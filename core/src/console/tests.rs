@@ -717,3 +717,32 @@ fn get_with_a_label_selector_lists_what_matches() {
         "error: unknown shorthand flag: 'x' in -x"
     );
 }
+
+#[test]
+fn a_bare_pod_is_scheduled_and_a_named_target_port_resolves_per_pod() {
+    let mut cp = cluster("10.96.0.0/24");
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: a, labels: {app: named}}\n\
+        spec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 8080}]}]}\n---\n\
+        apiVersion: v1\nkind: Pod\nmetadata: {name: b, labels: {app: named}}\n\
+        spec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 9090}]}]}\n---\n\
+        apiVersion: v1\nkind: Service\nmetadata: {name: named}\nspec: {selector: {app: named}, ports: [{port: 80, targetPort: http}]}\n";
+    assert!(run(&mut cp, "kubectl apply -f -", Some(manifest)).ok);
+    let pods = text(&mut cp, "kubectl get pods -o wide");
+    assert!(
+        pods.contains("a      1/1     Running   0          0s    10.244.0.4   node-1"),
+        "{pods}"
+    );
+    let slices = text(
+        &mut cp,
+        "kubectl get endpointslices -l kubernetes.io/service-name=named",
+    );
+    // One slice per set of ports, as the EndpointSlice controller groups
+    // endpoints.
+    assert!(slices.contains("IPv4          8080    10.244.0.4"), "{slices}");
+    assert!(slices.contains("IPv4          9090    10.244.0.5"), "{slices}");
+    let ipvs = text(&mut cp, "ipvsadm -Ln");
+    assert!(
+        ipvs.contains("  -> 10.244.0.4:8080") && ipvs.contains("  -> 10.244.0.5:9090"),
+        "{ipvs}"
+    );
+}

@@ -75,6 +75,13 @@ impl ControlPlane {
             return Err(ApiError::invalid("Pod", &pod.metadata.name, errors));
         }
         let key = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
+        // A new Pod that says nothing of its state is scheduled and started,
+        // as kube-scheduler and the kubelet would (a Pod whose status the
+        // manifest gives, as the agent's manifests do, is taken as given).
+        let untouched = pod.status.phase.is_none() && pod.status.pod_ip.is_none() && pod.status.pod_ips.is_empty();
+        if untouched && !self.pods.contains_key(&key) {
+            self.place(&mut pod);
+        }
         let action = compare(&mut pod, self.pods.get(&key));
         self.version(&mut pod.metadata, action);
         let old = self.pods.insert(key, pod.clone());

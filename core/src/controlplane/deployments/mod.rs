@@ -213,7 +213,7 @@ impl ControlPlane {
     /// address per pod CIDR of its Node: Running and Ready when it got
     /// them, Pending without an IP otherwise. A Pod bound to a Node that
     /// does not exist is left as it is.
-    fn place(&mut self, pod: &mut Pod) {
+    pub(super) fn place(&mut self, pod: &mut Pod) {
         let node = match pod.spec.node_name.as_deref() {
             Some(bound) => match self.nodes.get(bound) {
                 Some(node) => node.clone(),
