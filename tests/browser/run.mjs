@@ -616,7 +616,7 @@ async function main() {
     await page.context().close();
   });
 
-  await test('layout: the DNS table fits its panel at 1440 px; at 390 px the tour\'s buttons go under its text and the console stays on screen', async () => {
+  await test('layout: the DNS table fits its panel at 1440 px; at 390 px the tour\'s buttons go under its text, the console stays on screen and no view scrolls sideways', async () => {
     const wide = await openPage('', { width: 1440, height: 900 });
     await kubectl(wide, 'kubectl create svc clusterip a-service-with-a-long-name --tcp=http:80');
     await wide.click('#tab-dns');
@@ -635,6 +635,16 @@ async function main() {
     assert.ok(output.y < 844, `the console starts on screen (at ${output.y} px)`);
     await shot(phone, '10-tour-390');
     assert.ok(input, 'the console input is laid out');
+    const scrolls = () => phone.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+    assert.equal(await scrolls(), false, 'no horizontal scrolling at 390 px with the tour open');
+    await phone.click('#tour-close');
+    await kubectl(phone, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');
+    await kubectl(phone, 'kubectl expose deployment web --port=80 --type=NodePort');
+    for (const name of ['services', 'slices', 'ipvs', 'dns', 'walk', 'proxy']) {
+      await phone.click(`#tab-${name}`);
+      assert.equal(await scrolls(), false, `no horizontal scrolling at 390 px on the ${name} view`);
+    }
+    await shot(phone, '11-views-390');
     await phone.context().close();
   });
 
