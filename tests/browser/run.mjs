@@ -93,6 +93,17 @@ async function kubectl(page, line) {
   return page.locator('#console-output .entry').last().innerText();
 }
 
+/** Types `kubectl apply -f -`, pastes `manifest` in the box and applies
+ * it with Ctrl+Enter (not a click: at 1366x768 the range map covers the
+ * Apply button); returns the console's answer. */
+async function apply(page, manifest) {
+  await kubectl(page, 'kubectl apply -f -');
+  await page.fill('#stdin-input', manifest);
+  await page.press('#stdin-input', 'Control+Enter');
+  await page.waitForSelector('#stdin-box', { state: 'hidden' });
+  return page.locator('#console-output .entry').last().innerText();
+}
+
 async function tab(page, name) {
   await page.click(`#tab-${name}`);
   return page.locator(`#view-${name}`);
@@ -307,11 +318,7 @@ async function main() {
     await page.selectOption('#control-plane', 'ha');
     await page.waitForFunction(() => window.playground.session.controlPlane === 'ha');
     assert.match(await kubectl(page, 'kubectl get endpointslices kubernetes'), /6443\s+192\.168\.49\.11,192\.168\.49\.12,192\.168\.49\.13/);
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: kubernetes, namespace: default, labels: {kubernetes.io/service-name: kubernetes}}\naddressType: IPv4\nports: [{name: https, port: 6443, protocol: TCP}]\nendpoints: [{addresses: [10.9.9.9]}]\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
-    const answer = await page.locator('#console-output .entry').last().innerText();
+    const answer = await apply(page, 'apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: kubernetes, namespace: default, labels: {kubernetes.io/service-name: kubernetes}}\naddressType: IPv4\nports: [{name: https, port: 6443, protocol: TCP}]\nendpoints: [{addresses: [10.9.9.9]}]\n');
     assert.match(answer, /endpointslice\.discovery\.k8s\.io\/kubernetes configured/);
     assert.match(answer, /endpoint reconciler .* lists 192\.168\.49\.11:6443, 192\.168\.49\.12:6443, 192\.168\.49\.13:6443 again/);
     await page.selectOption('#control-plane', 'managed');
@@ -397,10 +404,7 @@ async function main() {
     const page = await openPage('', { width: 1440, height: 900 });
     await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');
     await kubectl(page, 'kubectl expose deployment web --port=80');
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {ports: [{port: 5432}]}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: db-1, labels: {kubernetes.io/service-name: db}}\naddressType: IPv4\nports: [{port: 5432}]\nendpoints: [{addresses: [192.168.10.20]}]\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    await apply(page, 'apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec: {ports: [{port: 5432}]}\n---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: db-1, labels: {kubernetes.io/service-name: db}}\naddressType: IPv4\nports: [{port: 5432}]\nendpoints: [{addresses: [192.168.10.20]}]\n');
     const view = await tab(page, 'slices');
     const legacy = view.locator('section[aria-label="kubectl get endpoints"]');
     const slices = view.locator('section[aria-label="kubectl get endpointslices"]');
@@ -425,10 +429,7 @@ async function main() {
     assert.match(await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80'), /deployment\.apps\/web created/);
     const pod = await kubectl(page, 'kubectl get pods -o yaml');
     assert.match(pod, /- ip: 10\.244\.0\.\d+\n\s+- ip: fd00:10:244::/, 'each pod has an IPv4 and an IPv6 address');
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ipFamilyPolicy: PreferDualStack\n  selector: {app: web}\n  ports: [{port: 80}]\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    await apply(page, 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ipFamilyPolicy: PreferDualStack\n  selector: {app: web}\n  ports: [{port: 80}]\n');
     const svc = await kubectl(page, 'kubectl get svc web -o yaml');
     assert.match(svc, /clusterIPs:\n\s+- 10\.\d+\.\d+\.\d+\n\s+- fd00:10:96::/);
     assert.match(await kubectl(page, 'kubectl get endpointslices'), /web-\w+\s+IPv6\s+80\s+fd00:10:244::/);
@@ -456,20 +457,13 @@ async function main() {
     await page.press('#cidr-input', 'Enter');
     await page.waitForFunction(() => document.querySelectorAll('#range-map .cells .cell').length === 256);
     await kubectl(page, 'kubectl create svc clusterip web --tcp=80');
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: fixed}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    await apply(page, 'apiVersion: v1\nkind: Service\nmetadata: {name: fixed}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n');
     const web = await page.locator('#view-services [data-service="web"] .cluster-ip').innerText();
     assert.ok(Number(web.split('.')[3]) >= 16, `${web} is in the dynamic band (past the first 16 addresses of a /24)`);
     assert.match(await page.locator(`#range-map .cell[data-from="${web}"]`).getAttribute('class'), /\bdynamic\b/);
     assert.match(await page.locator('#range-map .cell[data-from="10.96.0.5"]').getAttribute('class'), /\bstatic\b/);
     assert.match(await page.locator('#range-map').innerText(), /static/i);
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: again}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
-    assert.match(await page.locator('#console-output .entry').last().innerText(), /The Service "again" is invalid: spec\.clusterIPs: Invalid value: \["10\.96\.0\.5"\]: failed to allocate IP 10\.96\.0\.5: provided IP is already allocated/);
+    assert.match(await apply(page, 'apiVersion: v1\nkind: Service\nmetadata: {name: again}\nspec: {clusterIP: 10.96.0.5, ports: [{port: 80}]}\n'), /The Service "again" is invalid: spec\.clusterIPs: Invalid value: \["10\.96\.0\.5"\]: failed to allocate IP 10\.96\.0\.5: provided IP is already allocated/);
     await page.context().close();
   });
 
@@ -486,10 +480,7 @@ async function main() {
     const view = await tab(page, 'slices');
     assert.match(await view.innerText(), /not ready/);
     assert.match(await view.innerText(), /Every pod whose labels match a Service's selector becomes an endpoint/);
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: bare}\nspec: {ports: [{port: 80}]}\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    await apply(page, 'apiVersion: v1\nkind: Service\nmetadata: {name: bare}\nspec: {ports: [{port: 80}]}\n');
     assert.equal(await kubectl(page, 'kubectl get endpointslices -l kubernetes.io/service-name=bare'), 'kubectl get endpointslices -l kubernetes.io/service-name=bare\nNo resources found in default namespace.');
     await page.context().close();
   });
@@ -510,10 +501,7 @@ async function main() {
   await test('claim 16: DNS: a Service name resolves to its ClusterIP, a headless one to its ready pods, an ExternalName to a CNAME; named ports get SRV records', async () => {
     const page = await openPage();
     await kubectl(page, 'kubectl create deployment db --image=postgres --replicas=2 --port=5432');
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec:\n  clusterIP: None\n  selector: {app: db}\n  ports: [{name: pg, port: 5432}]\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    await apply(page, 'apiVersion: v1\nkind: Service\nmetadata: {name: db}\nspec:\n  clusterIP: None\n  selector: {app: db}\n  ports: [{name: pg, port: 5432}]\n');
     assert.match(await kubectl(page, 'kubectl create svc externalname ext --external-name=example.com'), /service\/ext created\nAn ExternalName Service gets no ClusterIP/);
     await kubectl(page, 'kubectl create svc clusterip web --tcp=80');
     const web = await page.locator('#view-services [data-service="web"] .cluster-ip').innerText();
@@ -551,10 +539,7 @@ async function main() {
 
   await test('claim 19: a targetPort may name a container port: each pod\'s own number is used, one EndpointSlice per set of ports', async () => {
     const page = await openPage();
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: v1\nkind: Pod\nmetadata: {name: a, labels: {app: named}}\nspec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 8080}]}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, labels: {app: named}}\nspec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 9090}]}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: named}\nspec: {selector: {app: named}, ports: [{port: 80, targetPort: http}]}\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    await apply(page, 'apiVersion: v1\nkind: Pod\nmetadata: {name: a, labels: {app: named}}\nspec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 8080}]}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, labels: {app: named}}\nspec: {containers: [{name: c, image: nginx, ports: [{name: http, containerPort: 9090}]}]}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: named}\nspec: {selector: {app: named}, ports: [{port: 80, targetPort: http}]}\n');
     const slices = await kubectl(page, 'kubectl get endpointslices -l kubernetes.io/service-name=named');
     assert.match(slices, /named-\w+\s+IPv4\s+8080\s+10\.244\.0\.4\s/);
     assert.match(slices, /named-\w+\s+IPv4\s+9090\s+10\.244\.0\.5\s/);
@@ -574,10 +559,7 @@ async function main() {
     assert.match(await kubectl(page, 'kubectl create svc clusterip s6 --tcp=80'), /Error from server \(InternalError\): Internal error occurred: failed to allocate a serviceIP for Service "s6": range is full/);
     assert.equal(await page.locator('#range-map .cell.used').count(), 6);
     await shot(page, '08-range-29');
-    await kubectl(page, 'kubectl apply -f -');
-    await page.fill('#stdin-input', 'apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.97.0.0/29]}\n');
-    await page.press('#stdin-input', 'Control+Enter');
-    await page.waitForSelector('#stdin-box', { state: 'hidden' });
+    await apply(page, 'apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.97.0.0/29]}\n');
     assert.match(await kubectl(page, 'kubectl get servicecidrs'), /extra\s+10\.97\.0\.0\/29\s+\d+s\nkubernetes\s+10\.96\.0\.0\/29\s/);
     assert.match(await kubectl(page, 'kubectl create svc clusterip s6 --tcp=80'), /service\/s6 created/);
     assert.match(await kubectl(page, 'kubectl get svc s6'), /s6\s+ClusterIP\s+10\.97\.0\.\d\s/, 'the new Service is on the added range');
@@ -885,13 +867,7 @@ async function main() {
 
     const page = await open();
     await assertInert(page, 'the page as loaded');
-    for (const text of stdin) {
-      await kubectl(page, 'kubectl apply -f -');
-      await page.fill('#stdin-input', text);
-      // Ctrl+Enter, not a click: at 1366x768 the range map covers the Apply button.
-      await page.press('#stdin-input', 'Control+Enter');
-      await page.waitForSelector('#stdin-box', { state: 'hidden' });
-    }
+    for (const text of stdin) await apply(page, text);
     for (const line of lines) await kubectl(page, line);
     for (const name of ['services', 'slices', 'ipvs', 'dns', 'walk']) await tab(page, name);
     await assertInert(page, 'after the console and pastes');
