@@ -226,9 +226,11 @@ fn small() -> Table {
                         },
                         Expr::Masquerade { fully_random: false },
                     ],
+                    purpose: "masquerade ClusterIP traffic",
                 },
                 Rule {
                     exprs: vec![Expr::Masquerade { fully_random: true }],
+                    purpose: "masquerade the rest",
                 },
             ],
         }],
@@ -350,6 +352,7 @@ fn prefixes() -> Table {
             },
             Expr::Verdict(Verdict::Return),
         ],
+        purpose: "a prefix match",
     };
     Table {
         family: "inet",

@@ -400,6 +400,25 @@ async function main() {
     await page.context().close();
   });
 
+  await test('svcnet\'s nftables view: one Service\'s set elements highlighted, and under each rule what it is for', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');
+    await kubectl(page, 'kubectl expose deployment web --port=80 --type=NodePort');
+    await tab(page, 'ipvs');
+    await page.locator('input[name="ipvs-mode"][value="svcnet"]').check();
+    assert.equal(await page.locator('#nft-service').inputValue(), 'default/web', 'the newest Service is picked');
+    const mine = (await page.locator('#ipvs-text .nft-line.mine').allInnerTexts()).join('\n');
+    assert.match(mine, /10\.244\.0\.4 \. tcp \. 80 \. 10\.244\.0\.4/, 'web\'s hairpin entries');
+    assert.match(mine, /tcp \. 3\d{4}/, 'web\'s NodePort');
+    assert.doesNotMatch(mine, /10\.96\.0\.10/, 'nothing of kube-dns');
+    assert.match(await page.locator('#ipvs-text').innerText(), /@hairpin-v4 masquerade\n\s+# masquerade a pod reaching itself through its Service \(hairpin\)/);
+    await page.selectOption('#nft-service', 'kube-system/kube-dns');
+    const dns = (await page.locator('#ipvs-text .nft-line.mine').allInnerTexts()).join('\n');
+    assert.match(dns, /10\.96\.0\.10 \. udp \. 53/);
+    assert.doesNotMatch(dns, /10\.244\.0\.4/);
+    await page.context().close();
+  });
+
   await test('claim 6: Endpoints and EndpointSlices side by side, with the deprecation warning, the 1,000-address cap and one-way mirroring explained', async () => {
     const page = await openPage('', { width: 1440, height: 900 });
     await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=80');

@@ -86,6 +86,17 @@ impl Cluster {
         Ok(())
     }
 
+    /// svcnet's nftables table on the node, line by line (`[{ text,
+    /// highlight, purpose? }]`): the set elements of Service `service`
+    /// (`namespace/name`) highlighted, and each rule with what it is for.
+    /// Throws when the cluster has no node.
+    #[wasm_bindgen(js_name = nftView, unchecked_return_type = "{text: string, highlight: boolean, purpose?: string}[]")]
+    pub fn nft_view(&self, service: Option<String>) -> Result<JsValue, JsValue> {
+        console::modes::svcnet_lines(&self.cp, service.as_deref())
+            .map(|lines| to_js(&json(&lines)))
+            .map_err(|e| error(&e))
+    }
+
     /// The words Tab completes in the console: commands, kinds, flags and
     /// the names of the objects in the default namespace.
     #[wasm_bindgen(unchecked_return_type = "string[]")]

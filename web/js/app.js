@@ -28,6 +28,8 @@ const app = {
   cursor: 0,
   draft: '',
   ipvsMode: 'list',
+  /** The Service whose nftables set elements the svcnet view highlights. */
+  nftService: null,
   knownIps: new Set(),
   tour: { active: false, step: -1, marks: [] },
 };
@@ -127,7 +129,7 @@ function refresh() {
   const counts = {
     services: renderServices($('#view-services'), s, usage),
     slices: renderSlices($('#view-slices'), s),
-    ipvs: renderIpvs($('#view-ipvs'), s, app.ipvsMode),
+    ipvs: renderIpvs($('#view-ipvs'), s, app.ipvsMode, app.nftService),
     dns: renderDns($('#view-dns'), s),
     proxy: renderKubeProxy($('#view-proxy'), s),
   };
@@ -145,6 +147,7 @@ function refresh() {
   for (const r of document.querySelectorAll('input[name="ipvs-mode"]')) {
     r.addEventListener('change', () => { app.ipvsMode = r.value; refresh(); document.querySelector(`input[name="ipvs-mode"][value="${r.value}"]`).focus(); });
   }
+  $('#nft-service')?.addEventListener('change', (e) => { app.nftService = e.target.value; refresh(); $('#nft-service').focus(); });
   saveUrl();
 }
 

@@ -96,7 +96,16 @@ export function renderSlices(el, session) {
   return slices.length;
 }
 
-export function renderIpvs(el, session, mode) {
+/** svcnet's table as the core lays it out, the picked Service's set
+ * elements marked and each rule followed by what it is for. */
+function svcnetTable(session, service) {
+  return session.cluster.nftView(service).map((l) => {
+    const line = `<span class="nft-line${l.highlight ? ' mine' : ''}">${esc(l.text)}</span>`;
+    return l.purpose ? `${line}\n<span class="nft-why">${esc(l.text.match(/^\s*/)[0])}# ${esc(l.purpose)}</span>` : line;
+  }).join('\n');
+}
+
+export function renderIpvs(el, session, mode, nftService) {
   const table = session.cluster.ipvsTable(session.node);
   const addrs = table.addresses ?? [];
   // What the node's dataplane holds in each mode, from the core's console.
@@ -108,15 +117,18 @@ export function renderIpvs(el, session, mode) {
     svcnet: { line: 'nft list table inet svcnet', where: 'svcnet\'s nftables table beside IPVS mode: the ClusterIPs stay on <code>kube-ipvs0</code>; these sets and chains add masquerading and filtering.' },
   }[mode] ?? null;
   const view = shown ?? { line: 'ipvsadm -Ln', where: '' };
-  const answer = session.cluster.kubectl(view.line);
+  const services = session.cluster.get('services').map((s) => `${s.metadata.namespace}/${s.metadata.name}`);
+  const picked = services.includes(nftService) ? nftService : (services.filter((k) => k !== 'default/kubernetes').at(-1) ?? services[0]);
+  const body = mode === 'svcnet' ? svcnetTable(session, picked) : esc(session.cluster.kubectl(view.line).text);
+  const chooser = mode !== 'svcnet' ? '' : `<p class="hint"><label for="nft-service">Highlight the set elements of</label> <select id="nft-service">${services.map((k) => `<option value="${esc(k)}" ${k === picked ? 'selected' : ''}>${esc(k)}</option>`).join('')}</select>; under each rule, what it is for.</p>`;
   const radio = (value, label) => `<label><input type="radio" name="ipvs-mode" value="${value}" ${(shown ? mode : 'list') === value ? 'checked' : ''}> <code>${label}</code></label>`;
   el.innerHTML = `
     <p class="explain">What kube-proxy programs on <code>${esc(session.node)}</code>. In <b>IPVS mode</b> (this node's) each ClusterIP is bound to the dummy interface <code>kube-ipvs0</code>, and each ClusterIP:port is an IPVS <b>virtual server</b> whose <b>real servers</b> are the ready endpoints; <code>Masq</code> means NAT. In <b>iptables mode</b> the same Services become NAT rules instead, and in <b>nftables mode</b> nftables maps and chains. Pick what to see:</p>
     <div class="walk-controls" role="radiogroup" aria-label="Mode and format">
       ${radio('list', 'ipvsadm -Ln')}${radio('save', 'ipvsadm-save -n')}${radio('iptables', 'iptables-save')}${radio('nft', 'nft list ruleset')}${radio('svcnet', 'nft list table inet svcnet')}
     </div>
-    <p class="hint" id="ipvs-where">${view.where}</p>
-    <pre class="block" id="ipvs-text" aria-label="${esc(view.line)}">${esc(answer.text)}</pre>
+    <p class="hint" id="ipvs-where">${view.where}</p>${chooser}
+    <pre class="block" id="ipvs-text" aria-label="${esc(view.line)}">${body}</pre>
     <h3>Addresses on kube-ipvs0 (IPVS mode)</h3>
     <p class="mono" id="ipvs-addresses">${addrs.map(esc).join('  ') || '<span class="empty">none</span>'}</p>`;
   return Object.keys(table.virtualServers ?? {}).length;

@@ -12,8 +12,12 @@ use crate::controlplane::ControlPlane;
 use crate::family::IpFamily;
 use crate::proxy::iptables::{iptables_save as render_iptables, IptablesConfig};
 use crate::proxy::kube_proxy_nft::{kube_proxy_ruleset, KubeProxyNftConfig};
+use crate::proxy::nftables::elements::service_elements;
+use crate::proxy::nftables::model::Element;
+use crate::proxy::nftables::render::{nft_lines, NftLine};
 use crate::proxy::nftables::{desired_ruleset, nft_text};
-use crate::proxy::{NodeInfo, ProxyConfig, DUMMY_INTERFACE};
+use crate::proxy::{service_fragment, slices_by_service, NodeInfo, ProxyConfig, DUMMY_INTERFACE};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// The first node and what kube-proxy knows of it, or the console's error.
@@ -111,13 +115,41 @@ pub fn nft_list_svcnet(cp: &ControlPlane) -> Outcome {
         Ok(info) => info,
         Err(outcome) => return outcome,
     };
-    let config = ProxyConfig {
-        node_port_range: cp.config().node_ports,
-        cluster_cidrs: cp.config().constraints.pod_cidrs.clone(),
-        ..ProxyConfig::default()
-    };
+    let config = svcnet_config(cp);
     let table = desired_ruleset(cp.services(), cp.endpoint_slices(), &info, &config);
     Outcome::new(true, nft_text(&table).trim_end(), Effect::Read).with_note(
         "svcnet's own table beside IPVS mode: the ClusterIPs stay on kube-ipvs0; sets of the ClusterIPs, NodePorts and endpoints, masquerading (hairpin, NodePort, traffic from outside the cluster CIDR) and the filter that drops kube-ipvs0 addresses on ports no Service has. kube-proxy's own nftables mode is nft list ruleset.".to_string(),
     )
+}
+
+/// What svcnet's table is computed with in the playground: the cluster's
+/// NodePort range, and its pod network as the cluster CIDR.
+fn svcnet_config(cp: &ControlPlane) -> ProxyConfig {
+    ProxyConfig {
+        node_port_range: cp.config().node_ports,
+        cluster_cidrs: cp.config().constraints.pod_cidrs.clone(),
+        ..ProxyConfig::default()
+    }
+}
+
+/// svcnet's table on the first node, line by line, with the set elements
+/// of `service` (`namespace/name`) highlighted and each rule's purpose:
+/// the playground's nftables view. The error is the console's (no node).
+pub fn svcnet_lines(cp: &ControlPlane, service: Option<&str>) -> Result<Vec<NftLine>, String> {
+    let info = node(cp, "nft").map_err(|outcome| outcome.text)?;
+    let config = svcnet_config(cp);
+    let table = desired_ruleset(cp.services(), cp.endpoint_slices(), &info, &config);
+    let picked = service.and_then(|key| cp.services().find(|svc| svc.key() == key));
+    let highlight: BTreeSet<(String, Element)> = match picked {
+        Some(svc) => {
+            let groups = slices_by_service(cp.endpoint_slices());
+            let slices = groups.get(&svc.key()).map(Vec::as_slice).unwrap_or_default();
+            let fragment = service_fragment(svc, slices, &info, &config);
+            (service_elements(svc, slices, &info, &fragment).into_iter())
+                .map(|e| (e.kind.name(e.family), e.element))
+                .collect()
+        }
+        None => BTreeSet::new(),
+    };
+    Ok(nft_lines(&table, &highlight))
 }

@@ -746,3 +746,49 @@ fn a_bare_pod_is_scheduled_and_a_named_target_port_resolves_per_pod() {
         "{ipvs}"
     );
 }
+
+#[test]
+fn svcnets_table_highlights_one_services_elements_and_says_what_each_rule_is_for() {
+    let mut cp = cluster("10.96.0.0/12");
+    run(
+        &mut cp,
+        "kubectl create deployment web --image=nginx --replicas=2 --port=80",
+        None,
+    );
+    run(&mut cp, "kubectl expose deployment web --port=80 --type=NodePort", None);
+    let web = cp.service("default", "web").unwrap().spec.cluster_ip.clone();
+    let lines = modes::svcnet_lines(&cp, Some("default/web")).unwrap();
+    let text: String = lines.iter().map(|l| l.text.clone() + "\n").collect();
+    assert_eq!(
+        text,
+        run(&mut cp, "nft list table inet svcnet", None).text + "\n",
+        "the same text"
+    );
+    let marked: Vec<&str> = lines.iter().filter(|l| l.highlight).map(|l| l.text.trim()).collect();
+    assert!(
+        marked.iter().any(|l| l.contains(&format!("{web} . tcp . 80"))),
+        "{marked:?}"
+    );
+    assert!(
+        marked.iter().any(|l| l.contains("10.244.0.4 . tcp . 80 . 10.244.0.4")),
+        "{marked:?}"
+    );
+    assert!(marked.iter().any(|l| l.contains("tcp . 3")), "the NodePort: {marked:?}");
+    assert!(
+        !marked.iter().any(|l| l.contains("10.96.0.10")),
+        "not kube-dns: {marked:?}"
+    );
+    let hairpin = lines
+        .iter()
+        .find(|l| l.text.contains("@hairpin-v4 masquerade"))
+        .unwrap();
+    assert!(hairpin.purpose.unwrap().contains("hairpin"));
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.text.starts_with("\t\t") && l.purpose.is_some())
+            .count()
+            > 10
+    );
+    assert!(modes::svcnet_lines(&cp, None).unwrap().iter().all(|l| !l.highlight));
+}

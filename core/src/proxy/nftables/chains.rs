@@ -53,7 +53,10 @@ pub fn chains(config: &ProxyConfig) -> Vec<Chain> {
             PriorityName::Dstnat,
             0,
             "Service traffic arriving (iptables nat PREROUTING -> KUBE-SERVICES)",
-            vec![rule(vec![Expr::Verdict(Verdict::Jump("services"))])],
+            vec![rule(
+                "send arriving packets through the services chain while their destination is still the Service's address",
+                vec![Expr::Verdict(Verdict::Jump("services"))],
+            )],
         ),
         base(
             "nat-output",
@@ -62,7 +65,10 @@ pub fn chains(config: &ProxyConfig) -> Vec<Chain> {
             PriorityName::Dstnat,
             0,
             "Service traffic from this node (iptables nat OUTPUT -> KUBE-SERVICES)",
-            vec![rule(vec![Expr::Verdict(Verdict::Jump("services"))])],
+            vec![rule(
+                "send this node's own packets through the services chain too",
+                vec![Expr::Verdict(Verdict::Jump("services"))],
+            )],
         ),
         base(
             "nat-postrouting",
@@ -102,10 +108,10 @@ pub fn chains(config: &ProxyConfig) -> Vec<Chain> {
                 .iter()
                 .map(|&f| {
                     let fields = vec![saddr(f), daddr(f), Field::L4Proto, Field::ThDport];
-                    rule(vec![
-                        in_set(fields, SetKind::NoNodeAccess, f),
-                        Expr::Verdict(Verdict::Drop),
-                    ])
+                    rule(
+                        "drop this node's packets to a LoadBalancer IP whose source ranges leave the node out",
+                        vec![in_set(fields, SetKind::NoNodeAccess, f), Expr::Verdict(Verdict::Drop)],
+                    )
                 })
                 .collect(),
         ),
@@ -119,10 +125,13 @@ pub fn chains(config: &ProxyConfig) -> Vec<Chain> {
             name: "mark-for-masquerade",
             base: None,
             comment: "KUBE-MARK-MASQ",
-            rules: vec![rule(vec![Expr::SetMark {
-                op: MarkOp::Or,
-                bits: MASQUERADE_MARK,
-            }])],
+            rules: vec![rule(
+                "set the masquerade bit; nat-postrouting masquerades what carries it",
+                vec![Expr::SetMark {
+                    op: MarkOp::Or,
+                    bits: MASQUERADE_MARK,
+                }],
+            )],
         },
         Chain {
             name: "firewall",
@@ -134,11 +143,14 @@ pub fn chains(config: &ProxyConfig) -> Vec<Chain> {
                 .map(|&f| {
                     let frontend = vec![daddr(f), Field::L4Proto, Field::ThDport];
                     let with_source = vec![daddr(f), Field::L4Proto, Field::ThDport, saddr(f)];
-                    rule(vec![
-                        in_set(frontend, SetKind::Firewall, f),
-                        not_in_set(with_source, SetKind::FirewallAllow, f),
-                        Expr::Verdict(Verdict::Drop),
-                    ])
+                    rule(
+                        "drop packets to a LoadBalancer IP with source ranges when their source is outside them",
+                        vec![
+                            in_set(frontend, SetKind::Firewall, f),
+                            not_in_set(with_source, SetKind::FirewallAllow, f),
+                            Expr::Verdict(Verdict::Drop),
+                        ],
+                    )
                 })
                 .collect(),
         },
@@ -166,8 +178,8 @@ fn base(
     }
 }
 
-fn rule(exprs: Vec<Expr>) -> Rule {
-    Rule { exprs }
+fn rule(purpose: &'static str, exprs: Vec<Expr>) -> Rule {
+    Rule { exprs, purpose }
 }
 
 fn set_match(fields: Vec<Field>, op: Op, kind: SetKind, family: IpFamily) -> Expr {
@@ -214,30 +226,36 @@ fn services(config: &ProxyConfig) -> Vec<Rule> {
             IpFamily::IPv4 => Value::Prefix(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)), 8),
             IpFamily::IPv6 => Value::Prefix(IpAddr::V6(Ipv6Addr::LOCALHOST), 128),
         };
-        rules.push(rule(vec![
-            Expr::Match {
-                fields: vec![saddr(family)],
-                op: Op::Eq,
-                right: Right::Values(vec![loopback]),
-            },
-            Expr::Verdict(Verdict::Return),
-        ]));
+        rules.push(rule(
+            "leave loopback sources alone: a node process reaching a Service on localhost keeps its address",
+            vec![
+                Expr::Match {
+                    fields: vec![saddr(family)],
+                    op: Op::Eq,
+                    right: Right::Values(vec![loopback]),
+                },
+                Expr::Verdict(Verdict::Return),
+            ],
+        ));
     }
     for family in FAMILIES {
-        rules.push(rule(vec![
-            in_set(frontend(family), SetKind::ExternalIps, family),
-            to_masquerade(),
-        ]));
+        rules.push(rule(
+            "mark traffic to an externalIP or LoadBalancer IP of a policy-Cluster Service: the endpoint may be on another node, so replies must come back here",
+            vec![in_set(frontend(family), SetKind::ExternalIps, family), to_masquerade()],
+        ));
     }
     for family in FAMILIES {
         rules.push(cluster_ip_rule(config, family));
     }
     for family in FAMILIES {
-        rules.push(rule(vec![
-            in_set(vec![daddr(family)], SetKind::NodePortIps, family),
-            in_set(vec![Field::L4Proto, Field::ThDport], SetKind::NodePorts, family),
-            to_masquerade(),
-        ]));
+        rules.push(rule(
+            "mark traffic to a NodePort of a policy-Cluster Service on a node address, for the same reason",
+            vec![
+                in_set(vec![daddr(family)], SetKind::NodePortIps, family),
+                in_set(vec![Field::L4Proto, Field::ThDport], SetKind::NodePorts, family),
+                to_masquerade(),
+            ],
+        ));
     }
     rules
 }
@@ -252,6 +270,13 @@ fn cluster_ip_rule(config: &ProxyConfig, family: IpFamily) -> Rule {
         .map(|c| Value::Prefix(c.network(), c.prefix()))
         .collect();
     let mut exprs = Vec::new();
+    let purpose = if config.masquerade_all {
+        "mark all ClusterIP traffic (masqueradeAll)"
+    } else if !cidrs.is_empty() {
+        "mark ClusterIP traffic from outside the cluster CIDR: the pod's reply must come back through this node to be un-DNATed"
+    } else {
+        "mark ClusterIP traffic a node process sends from a ClusterIP (no cluster CIDR of this family says what is outside)"
+    };
     if config.masquerade_all {
         exprs.push(in_set(frontend(family), SetKind::ClusterIps, family));
     } else if !cidrs.is_empty() {
@@ -266,29 +291,39 @@ fn cluster_ip_rule(config: &ProxyConfig, family: IpFamily) -> Rule {
         exprs.push(in_set(from_cluster_ip, SetKind::ClusterIps, family));
     }
     exprs.push(to_masquerade());
-    rule(exprs)
+    rule(purpose, exprs)
 }
 
 /// KUBE-POSTROUTING: hairpin traffic masqueraded; marked traffic has its
 /// mark cleared (so it is not masqueraded twice) and is masqueraded with
 /// random source ports.
 fn postrouting() -> Vec<Rule> {
-    let mut rules: Vec<Rule> = FAMILIES
-        .iter()
-        .map(|&f| {
-            let fields = vec![daddr(f), Field::L4Proto, Field::ThDport, saddr(f)];
-            rule(vec![
-                in_set(fields, SetKind::Hairpin, f),
-                Expr::Masquerade { fully_random: false },
-            ])
-        })
-        .collect();
-    rules.push(rule(vec![mark_is(Op::Ne), Expr::Verdict(Verdict::Return)]));
-    rules.push(rule(vec![Expr::SetMark {
-        op: MarkOp::Xor,
-        bits: MASQUERADE_MARK,
-    }]));
-    rules.push(rule(vec![Expr::Masquerade { fully_random: true }]));
+    let mut rules: Vec<Rule> =
+        FAMILIES
+            .iter()
+            .map(|&f| {
+                let fields = vec![daddr(f), Field::L4Proto, Field::ThDport, saddr(f)];
+                rule(
+                "masquerade a pod reaching itself through its Service (hairpin), or its reply would skip the un-DNAT",
+                vec![in_set(fields, SetKind::Hairpin, f), Expr::Masquerade { fully_random: false }],
+            )
+            })
+            .collect();
+    rules.push(rule(
+        "leave unmarked packets as they are",
+        vec![mark_is(Op::Ne), Expr::Verdict(Verdict::Return)],
+    ));
+    rules.push(rule(
+        "clear the mark, so the packet is not masqueraded twice",
+        vec![Expr::SetMark {
+            op: MarkOp::Xor,
+            bits: MASQUERADE_MARK,
+        }],
+    ));
+    rules.push(rule(
+        "masquerade: the source becomes this node's address, with a random source port",
+        vec![Expr::Masquerade { fully_random: true }],
+    ));
     rules
 }
 
@@ -299,7 +334,9 @@ fn input() -> Vec<Rule> {
     let mut rules: Vec<Rule> = FAMILIES
         .iter()
         .map(|&f| {
-            rule(vec![
+            rule(
+                "refuse a new connection to a kube-ipvs0 address on a port no Service has there (the ClusterIP is bound to the node, so without this any host port would answer)",
+                vec![
                 Expr::Match {
                     fields: vec![Field::CtState],
                     op: Op::Eq,
@@ -311,10 +348,14 @@ fn input() -> Vec<Rule> {
                 not_in_set(frontend(f), SetKind::ExternalIpsLocal, f),
                 not_in_set(vec![Field::ThDport], SetKind::HealthCheckNodePorts, f),
                 Expr::Verdict(Verdict::Reject),
-            ])
+                ],
+            )
         })
         .collect();
-    rules.push(rule(vec![Expr::Verdict(Verdict::Jump("firewall"))]));
+    rules.push(rule(
+        "then the LoadBalancer source ranges",
+        vec![Expr::Verdict(Verdict::Jump("firewall"))],
+    ));
     rules
 }
 
@@ -322,15 +363,24 @@ fn input() -> Vec<Rule> {
 /// its connections accepted.
 fn forward() -> Vec<Rule> {
     vec![
-        rule(vec![Expr::Verdict(Verdict::Jump("firewall"))]),
-        rule(vec![mark_is(Op::Eq), Expr::Verdict(Verdict::Accept)]),
-        rule(vec![
-            Expr::Match {
-                fields: vec![Field::CtState],
-                op: Op::Eq,
-                right: Right::CtStates(vec![CtState::Established, CtState::Related]),
-            },
-            Expr::Verdict(Verdict::Accept),
-        ]),
+        rule(
+            "the LoadBalancer source ranges first",
+            vec![Expr::Verdict(Verdict::Jump("firewall"))],
+        ),
+        rule(
+            "accept forwarded Service traffic marked for masquerading, whatever the host's FORWARD policy",
+            vec![mark_is(Op::Eq), Expr::Verdict(Verdict::Accept)],
+        ),
+        rule(
+            "and the rest of those connections",
+            vec![
+                Expr::Match {
+                    fields: vec![Field::CtState],
+                    op: Op::Eq,
+                    right: Right::CtStates(vec![CtState::Established, CtState::Related]),
+                },
+                Expr::Verdict(Verdict::Accept),
+            ],
+        ),
     ]
 }

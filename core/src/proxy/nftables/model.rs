@@ -165,6 +165,9 @@ impl Priority {
 pub struct Rule {
     /// Matches, then statements, then at most one verdict.
     pub exprs: Vec<Expr>,
+    /// What the rule is for, in plain words (shown beside it in the
+    /// playground; not sent to the kernel).
+    pub purpose: &'static str,
 }
 
 /// One expression of a rule.

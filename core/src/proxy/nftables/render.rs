@@ -5,53 +5,96 @@
 //! sorted (IPv4 before IPv6, numerically).
 
 use super::model::{
-    BaseChain, Chain, ChainType, CtState, Expr, Field, Hook, KeyType, MarkOp, Op, PriorityName, Right, Rule, Set,
-    Table, Value, Verdict,
+    BaseChain, Chain, ChainType, CtState, Element, Expr, Field, Hook, KeyType, MarkOp, Op, PriorityName, Right, Rule,
+    Set, Table, Value, Verdict,
 };
 use crate::proxy::table::Protocol;
-use std::fmt::Write;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// One line of the ruleset's text, with what the playground shows beside
+/// it: whether it belongs to the Service picked (a set element of it), and
+/// for a rule what the rule is for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NftLine {
+    /// The line, without its line break.
+    pub text: String,
+    /// A set element of the Service picked.
+    pub highlight: bool,
+    /// For a rule: what it is for, in plain words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<&'static str>,
+}
 
 /// `table inet svcnet { ... }`.
 pub fn nft_text(table: &Table) -> String {
-    let mut blocks: Vec<String> = Vec::new();
-    for set in &table.sets {
-        let mut block = String::new();
-        write_set(&mut block, set);
-        blocks.push(block);
-    }
-    for chain in &table.chains {
-        let mut block = String::new();
-        write_chain(&mut block, chain);
-        blocks.push(block);
-    }
-    format!("table {} {} {{\n{}}}\n", table.family, table.name, blocks.join("\n"))
+    let lines = nft_lines(table, &BTreeSet::new());
+    lines.into_iter().map(|l| l.text + "\n").collect()
 }
 
-fn write_set(out: &mut String, set: &Set) {
+/// The lines of [`nft_text`], each element of `highlight` (set name and
+/// element) marked.
+pub fn nft_lines(table: &Table, highlight: &BTreeSet<(String, Element)>) -> Vec<NftLine> {
+    let mut lines = vec![plain(format!("table {} {} {{", table.family, table.name))];
+    for (i, set) in table.sets.iter().enumerate() {
+        if i > 0 {
+            lines.push(plain(String::new()));
+        }
+        write_set(&mut lines, set, highlight);
+    }
+    for (i, chain) in table.chains.iter().enumerate() {
+        if i > 0 || !table.sets.is_empty() {
+            lines.push(plain(String::new()));
+        }
+        write_chain(&mut lines, chain);
+    }
+    lines.push(plain("}".into()));
+    lines
+}
+
+fn plain(text: String) -> NftLine {
+    NftLine {
+        text,
+        highlight: false,
+        purpose: None,
+    }
+}
+
+fn write_set(out: &mut Vec<NftLine>, set: &Set, highlight: &BTreeSet<(String, Element)>) {
     let key: Vec<&str> = set.key.iter().map(|k| key_type(*k)).collect();
-    // Writing to a String cannot fail.
-    let _ = writeln!(out, "\tset {} {{\n\t\ttype {}", set.name, key.join(" . "));
+    out.push(plain(format!("\tset {} {{", set.name)));
+    out.push(plain(format!("\t\ttype {}", key.join(" . "))));
     if set.interval {
-        out.push_str("\t\tflags interval\n");
+        out.push(plain("\t\tflags interval".into()));
     }
-    let _ = writeln!(out, "\t\tcomment {}", quoted(set.comment));
-    if !set.elements.is_empty() {
-        let elements: Vec<String> = set.elements.iter().map(|e| element(e)).collect();
-        let _ = writeln!(out, "\t\telements = {{ {} }}", elements.join(",\n\t\t\t     "));
+    out.push(plain(format!("\t\tcomment {}", quoted(set.comment))));
+    let last = set.elements.len().saturating_sub(1);
+    for (i, e) in set.elements.iter().enumerate() {
+        let lead = if i == 0 { "\t\telements = { " } else { "\t\t\t     " };
+        let end = if i == last { " }" } else { "," };
+        out.push(NftLine {
+            text: format!("{lead}{}{end}", element(e)),
+            highlight: highlight.contains(&(set.name.clone(), e.clone())),
+            purpose: None,
+        });
     }
-    out.push_str("\t}\n");
+    out.push(plain("\t}".into()));
 }
 
-fn write_chain(out: &mut String, chain: &Chain) {
-    let _ = writeln!(out, "\tchain {} {{", chain.name);
-    let _ = writeln!(out, "\t\tcomment {}", quoted(chain.comment));
+fn write_chain(out: &mut Vec<NftLine>, chain: &Chain) {
+    out.push(plain(format!("\tchain {} {{", chain.name)));
+    out.push(plain(format!("\t\tcomment {}", quoted(chain.comment))));
     if let Some(base) = &chain.base {
-        let _ = writeln!(out, "\t\t{}", base_line(base));
+        out.push(plain(format!("\t\t{}", base_line(base))));
     }
     for rule in &chain.rules {
-        let _ = writeln!(out, "\t\t{}", rule_text(rule));
+        out.push(NftLine {
+            text: format!("\t\t{}", rule_text(rule)),
+            highlight: false,
+            purpose: Some(rule.purpose),
+        });
     }
-    out.push_str("\t}\n");
+    out.push(plain("\t}".into()));
 }
 
 fn base_line(base: &BaseChain) -> String {

@@ -173,6 +173,7 @@ fn a_request_too_large_for_netlink_is_refused() {
             };
             1000
         ],
+        purpose: "a rule too large for one netlink message",
     };
     table.chains[0].rules = vec![huge];
     let mut batch = NftBatch::new(0);

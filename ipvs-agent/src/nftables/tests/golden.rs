@@ -79,7 +79,10 @@ fn table() -> Table {
 }
 
 fn rule(exprs: Vec<Expr>) -> Rule {
-    Rule { exprs }
+    Rule {
+        exprs,
+        purpose: "a golden case",
+    }
 }
 
 /// The hex of a rule's request.
