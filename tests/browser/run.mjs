@@ -406,7 +406,7 @@ async function main() {
     await kubectl(page, 'kubectl expose deployment web --port=80 --type=NodePort');
     await tab(page, 'ipvs');
     await page.locator('input[name="ipvs-mode"][value="svcnet"]').check();
-    assert.equal(await page.locator('#nft-service').inputValue(), 'default/web', 'the newest Service is picked');
+    assert.equal(await page.locator('#nft-service').inputValue(), 'default/web', 'a Service of the default namespace is picked');
     const mine = (await page.locator('#ipvs-text .nft-line.mine').allInnerTexts()).join('\n');
     assert.match(mine, /10\.244\.0\.4 \. tcp \. 80 \. 10\.244\.0\.4/, 'web\'s hairpin entries');
     assert.match(mine, /tcp \. 3\d{4}/, 'web\'s NodePort');

@@ -118,7 +118,8 @@ export function renderIpvs(el, session, mode, nftService) {
   }[mode] ?? null;
   const view = shown ?? { line: 'ipvsadm -Ln', where: '' };
   const services = session.cluster.get('services').map((s) => `${s.metadata.namespace}/${s.metadata.name}`);
-  const picked = services.includes(nftService) ? nftService : (services.filter((k) => k !== 'default/kubernetes').at(-1) ?? services[0]);
+  const yours = services.filter((k) => k.startsWith('default/') && k !== 'default/kubernetes');
+  const picked = services.includes(nftService) ? nftService : (yours.at(-1) ?? services[0]);
   const body = mode === 'svcnet' ? svcnetTable(session, picked) : esc(session.cluster.kubectl(view.line).text);
   const chooser = mode !== 'svcnet' ? '' : `<p class="hint"><label for="nft-service">Highlight the set elements of</label> <select id="nft-service">${services.map((k) => `<option value="${esc(k)}" ${k === picked ? 'selected' : ''}>${esc(k)}</option>`).join('')}</select>; under each rule, what it is for.</p>`;
   const radio = (value, label) => `<label><input type="radio" name="ipvs-mode" value="${value}" ${(shown ? mode : 'list') === value ? 'checked' : ''}> <code>${label}</code></label>`;
