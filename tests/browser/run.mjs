@@ -743,6 +743,33 @@ async function main() {
     await page.context().close();
   });
 
+  await test('the packet walk shows the masquerade step where svcnet\'s table rewrites the source: a pod sent back to itself, an outside host through a NodePort', async () => {
+    const page = await openPage();
+    await kubectl(page, 'kubectl create deployment web --image=nginx --replicas=2 --port=8080');
+    await kubectl(page, 'kubectl expose deployment web --port=80 --target-port=8080 --type=NodePort');
+    await tab(page, 'walk');
+    await page.click('#walk-send');
+    assert.equal(await page.locator('#walk-hops li[data-kind="masquerade"]').count(), 0, 'a pod of the cluster keeps its address');
+    await page.selectOption('#walk-client-kind', 'endpoint');
+    assert.match(await page.locator('#walk-client').innerText(), /10\.244\.0\.4:43120/);
+    await page.click('#walk-send');
+    const hairpin = await page.locator('#walk-hops li[data-kind="masquerade"]').innerText();
+    assert.match(hairpin, /src 10\.244\.0\.1:43120 → dst 10\.244\.0\.4:8080/, 'IPVS picked the client itself; the source becomes the node\'s bridge address');
+    assert.match(hairpin, /@hairpin-v4 masquerade/);
+    await page.click('#walk-send');
+    assert.equal(await page.locator('#walk-hops li[data-kind="masquerade"]').count(), 0, 'the other pod: no hairpin');
+    await page.selectOption('#walk-client-kind', 'outside');
+    await page.click('#walk-send');
+    const hops = await page.locator('#walk-hops').innerText();
+    assert.match(hops, /The outside host sends a SYN: src 192\.168\.49\.1:43120 → dst 192\.168\.49\.2:3\d{4}/);
+    assert.match(hops, /@node-ports-v4 jump mark-for-masquerade, then .*masquerade fully-random/);
+    assert.match(hops, /reverses both rewrites/);
+    await page.selectOption('#walk-service', 'kubernetes');
+    assert.match(await page.locator('#walk-client').innerText(), /only a NodePort \(or LoadBalancer\) Service can be reached from outside the cluster/);
+    assert.equal(await page.locator('#walk-send').isDisabled(), true);
+    await page.context().close();
+  });
+
   await test('kubectl get renders kubectl\'s tables and YAML', async () => {
     const page = await openPage();
     await kubectl(page, 'kubectl create deployment db --image=postgres --replicas=1 --port=5432');

@@ -97,6 +97,27 @@ impl Cluster {
             .map_err(|e| error(&e))
     }
 
+    /// One connection to Service `service` (`namespace/name`) on `port`
+    /// (the first when none), from `client` (`pod`, `endpoint` or
+    /// `outside`), after `turn` earlier connections (none: the stage
+    /// without a packet): the endpoints, the real server IPVS picks and
+    /// each hop's addresses, with the masquerade rule where svcnet's table
+    /// rewrites the source. Throws for an unknown Service or client.
+    #[wasm_bindgen(unchecked_return_type = "object")]
+    pub fn walk(&self, service: &str, port: Option<u16>, client: &str, turn: Option<u32>) -> Result<JsValue, JsValue> {
+        let kind = console::walk::ClientKind::from_word(client)
+            .ok_or_else(|| error(&format!("client {client:?}: must be pod, endpoint or outside")))?;
+        let request = console::walk::WalkRequest {
+            service,
+            port,
+            client: kind,
+            turn: turn.map(u64::from),
+        };
+        console::walk::walk(&self.cp, &request)
+            .map(|w| to_js(&json(&w)))
+            .map_err(|e| error(&e))
+    }
+
     /// The words Tab completes in the console: commands, kinds, flags and
     /// the names of the objects in the default namespace.
     #[wasm_bindgen(unchecked_return_type = "string[]")]

@@ -1,38 +1,15 @@
-// The packet walk: one TCP request from a client pod to a Service's
-// ClusterIP, through the IPVS virtual server kube-proxy programmed, to the
-// pod IPVS picks, and the reply back, with the addresses at every hop.
-//
-// The virtual servers and real servers are the core's IPVS table for
-// node-1 (`cluster.ipvsTable`); which pods exist and whether they are ready
-// comes from the EndpointSlices. The round-robin turn is kept here: `rr`
-// hands connections to the real servers in order, which is all an
-// illustration of one connection needs.
+// The packet walk: one connection to a Service port, hop by hop, as the
+// core computes it (`cluster.walk`): the endpoints, the real server IPVS
+// picks in turn, each hop's addresses, and the masquerade rule of svcnet's
+// table where it rewrites the source. This module keeps only what the
+// page needs to draw: which Service, port and client are shown, and how
+// many requests were sent to each (IPVS's turn).
 
 import { esc } from './format.js';
 
-/** The client: a pod on node-1 that is not behind the Service (the last
- * address of node-1's pod range, which the console's IPAM never hands out). */
-export const CLIENT = { name: 'client', ip: '10.244.0.254', port: 43120 };
+const state = { service: null, port: null, client: 'pod', turn: new Map(), sent: null, walk: null, timer: null, known: new Set() };
 
-const state = { service: null, port: null, turn: new Map(), last: null, timer: null, known: new Set() };
-
-function hostPort(ip, port) {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
-}
-
-function splitHostPort(text) {
-  const m = /^\[(.+)\]:(\d+)$/.exec(text) ?? /^(.+):(\d+)$/.exec(text);
-  return { ip: m[1], port: Number(m[2]) };
-}
-
-/** The virtual server of `ip:port`/TCP in the core's table, or null. */
-function virtualServer(table, ip, port, protocol) {
-  const want = `${protocol}/${hostPort(ip, port)}`.toLowerCase();
-  for (const [key, vs] of Object.entries(table.virtualServers ?? {})) {
-    if (key.toLowerCase() === want) return { key, ...vs };
-  }
-  return null;
-}
+const CLIENTS = { pod: 'a pod on the node', endpoint: 'an endpoint pod itself (hairpin)', outside: 'a host outside the cluster (NodePort)' };
 
 function walkable(svc) {
   return svc.spec.clusterIP && svc.spec.clusterIP !== 'None' && (svc.spec.ports ?? []).length;
@@ -46,122 +23,98 @@ export function renderWalk(el, session, run) {
   state.known = new Set(services.map((s) => s.metadata.name));
   if (added.length) {
     state.service = added.at(-1).metadata.name;
-    state.last = null;
+    state.sent = null;
   }
   if (!services.some((s) => s.metadata.name === state.service)) {
     const mine = services.filter((s) => s.metadata.name !== 'kubernetes');
     state.service = (mine.at(-1) ?? services[0])?.metadata.name ?? null;
-    state.last = null;
+    state.sent = null;
   }
   const svc = services.find((s) => s.metadata.name === state.service);
   if (!svc) {
     el.innerHTML = `<p class="explain">Create a Service to follow a packet to it.</p>`;
     return;
   }
-  const ports = svc.spec.ports;
-  if (!ports.some((p) => p.port === state.port)) state.port = ports[0].port;
-  const port = ports.find((p) => p.port === state.port);
-  const ip = svc.spec.clusterIP;
-  const table = session.cluster.ipvsTable(session.node);
-  const vs = virtualServer(table, ip, port.port, port.protocol ?? 'TCP');
-  const reals = Object.entries(vs?.realServers ?? {}).filter(([, r]) => r.weight > 0).map(([addr]) => addr);
+  const key = `default/${svc.metadata.name}`;
+  const turnKey = () => `${key}:${state.port}:${state.client}`;
+  const sent = state.sent === turnKey() ? state.turn.get(turnKey()) - 1 : undefined;
+  const w = session.cluster.walk(key, state.port ?? undefined, state.client, sent);
+  state.port = w.port.port;
+  state.walk = w;
+  const chosen = w.chosen ?? null;
 
-  // Every endpoint of the Service, ready or not, from its EndpointSlices.
-  const pods = new Map(session.pods().map((p) => [p.status?.podIPs?.[0]?.ip ?? p.status?.podIP, p]));
-  const endpoints = [];
-  for (const sl of session.slices()) {
-    if (sl.metadata.labels?.['kubernetes.io/service-name'] !== svc.metadata.name) continue;
-    for (const e of sl.endpoints ?? []) {
-      for (const a of e.addresses ?? []) {
-        endpoints.push({ ip: a, ready: e.conditions?.ready !== false, pod: e.targetRef?.name ?? pods.get(a)?.metadata.name ?? null });
-      }
-    }
-  }
-  const chosen = state.last && state.last.key === `${svc.metadata.name}:${port.port}` ? state.last.real : null;
-
-  const backendHtml = endpoints.map((e) => {
-    const inIpvs = reals.some((r) => splitHostPort(r).ip === e.ip);
-    const real = reals.find((r) => splitHostPort(r).ip === e.ip);
-    const cls = ['backend', e.ready ? '' : 'unready', chosen && real === chosen ? 'chosen' : ''].join(' ');
-    const acts = e.pod && pods.has(e.ip)
+  const backendHtml = w.endpoints.map((e) => {
+    const cls = ['backend', e.ready ? '' : 'unready', chosen && e.realServer === chosen ? 'chosen' : ''].join(' ');
+    const acts = e.pod
       ? `<div class="acts">
           <button type="button" data-cmd="${esc(`simulate ${e.ready ? 'unready' : 'ready'} ${e.pod}`)}">${e.ready ? 'Make unready' : 'Make ready'}</button>
           <button type="button" data-cmd="${esc(`kubectl delete pod ${e.pod}`)}">Delete</button></div>`
       : '';
     return `<div class="${cls}" data-backend="${esc(e.ip)}">
       <div><b class="mono">${esc(e.pod ?? 'endpoint')}</b></div>
-      <div class="addr mono">${esc(real ?? e.ip)}</div>
-      <div>${e.ready ? '<span class="tag ready">ready</span>' : '<span class="tag unready">not ready</span>'} ${inIpvs ? '<span class="tag">real server</span>' : '<span class="tag">not in IPVS</span>'}</div>${acts}</div>`;
+      <div class="addr mono">${esc(e.realServer ?? e.ip)}</div>
+      <div>${e.ready ? '<span class="tag ready">ready</span>' : '<span class="tag unready">not ready</span>'} ${e.realServer ? '<span class="tag">real server</span>' : '<span class="tag">not in IPVS</span>'}</div>${acts}</div>`;
   }).join('') || '<p class="empty">No endpoints: no ready pod matches the selector.</p>';
 
+  const ports = w.ports;
+  const client = w.client;
   el.innerHTML = `
-    <p class="explain">Follow one connection. The client sends to the ClusterIP, an address no pod has. On the node, IPVS matches the virtual server for that address and port, picks a real server (round robin) and rewrites the destination to the pod's address (DNAT). The reply comes back through the same connection entry, and its source is rewritten back to the ClusterIP, so the client only ever sees the Service.</p>
+    <p class="explain">Follow one connection. The client sends to the Service's address; on the node, IPVS matches the virtual server for that address and port, picks a real server (round robin) and rewrites the destination to the pod's address (DNAT). When the client is outside the cluster or is the chosen pod itself, svcnet's nftables table also rewrites the source (masquerade), so that the reply comes back through the node. The reply comes back through the same connection entry, and conntrack undoes every rewrite, so the client only ever sees the Service.</p>
     <div class="walk-controls">
       <label for="walk-service">Service</label>
       <select id="walk-service">${services.map((s) => `<option ${s === svc ? 'selected' : ''}>${esc(s.metadata.name)}</option>`).join('')}</select>
-      ${ports.length > 1 ? `<label for="walk-port">Port</label><select id="walk-port">${ports.map((p) => `<option value="${p.port}" ${p === port ? 'selected' : ''}>${p.port}/${p.protocol ?? 'TCP'}</option>`).join('')}</select>` : ''}
-      <button type="button" id="walk-send" class="primary">Send a request</button>
-      <span class="hint">${reals.length} real server${reals.length === 1 ? '' : 's'} behind ${esc(hostPort(ip, port.port))}</span>
+      ${ports.length > 1 ? `<label for="walk-port">Port</label><select id="walk-port">${ports.map((p) => `<option value="${p.port}" ${p.port === w.port.port ? 'selected' : ''}>${p.port}/${p.protocol}</option>`).join('')}</select>` : ''}
+      <label for="walk-client-kind">From</label>
+      <select id="walk-client-kind">${Object.entries(CLIENTS).map(([k, label]) => `<option value="${k}" ${k === state.client ? 'selected' : ''}>${label}</option>`).join('')}</select>
+      <button type="button" id="walk-send" class="primary" ${client ? '' : 'disabled'}>Send a request</button>
+      <span class="hint">${w.realServers} real server${w.realServers === 1 ? '' : 's'} behind ${esc(w.frontend)}</span>
     </div>
     <div class="walk-stage" id="walk-stage">
-      <div class="box" id="walk-client"><h4>Client pod</h4><div class="addr mono">${esc(CLIENT.ip)}</div><div class="hint">on ${esc(session.node)}, connects to <span class="mono">${esc(svc.metadata.name)}</span></div></div>
-      <div class="box node" id="walk-node"><h4>${esc(session.node)}: IPVS</h4><div class="addr mono">${esc(vs ? vs.key : `${port.protocol ?? 'TCP'}/${hostPort(ip, port.port)}`)}</div><div class="hint">scheduler ${esc(vs?.scheduler ?? 'rr')}, on kube-ipvs0</div></div>
+      <div class="box" id="walk-client"><h4>${client?.kind === 'outside' ? 'Outside host' : 'Client pod'}</h4><div class="addr mono">${esc(client?.address ?? '-')}</div><div class="hint">${client ? `${esc(client.name)}, connects to <span class="mono">${esc(w.frontend)}</span>` : esc(w.unreachable ?? '')}</div></div>
+      <div class="box node" id="walk-node"><h4>${esc(w.node)}: IPVS</h4><div class="addr mono">${esc(w.virtualServer)}</div><div class="hint">scheduler ${esc(w.scheduler)}, on kube-ipvs0</div></div>
       <div class="backends" id="walk-backends">${backendHtml}</div>
       <div class="packet" id="walk-packet" hidden></div>
     </div>
-    <ol class="hops" id="walk-hops" aria-live="polite">${hopsHtml(svc, port, reals, chosen, session.node)}</ol>`;
+    <ol class="hops" id="walk-hops" aria-live="polite">${hopsHtml(w, svc)}</ol>`;
 
-  el.querySelector('#walk-service').addEventListener('change', (ev) => {
-    state.service = ev.target.value;
-    state.last = null;
-    renderWalk(el, session, run);
-    el.querySelector('#walk-service').focus();
-  });
-  el.querySelector('#walk-port')?.addEventListener('change', (ev) => {
-    state.port = Number(ev.target.value);
-    state.last = null;
-    renderWalk(el, session, run);
-    el.querySelector('#walk-port').focus();
-  });
+  const redraw = (focus) => { renderWalk(el, session, run); el.querySelector(focus)?.focus(); };
+  el.querySelector('#walk-service').addEventListener('change', (ev) => { state.service = ev.target.value; state.port = null; state.sent = null; redraw('#walk-service'); });
+  el.querySelector('#walk-port')?.addEventListener('change', (ev) => { state.port = Number(ev.target.value); state.sent = null; redraw('#walk-port'); });
+  el.querySelector('#walk-client-kind').addEventListener('change', (ev) => { state.client = ev.target.value; state.sent = null; redraw('#walk-client-kind'); });
   el.querySelector('#walk-send').addEventListener('click', () => {
-    const key = `${svc.metadata.name}:${port.port}`;
-    const turn = state.turn.get(key) ?? 0;
-    state.turn.set(key, turn + 1);
-    state.last = { key, real: reals.length ? reals[turn % reals.length] : null };
-    renderWalk(el, session, run);
-    el.querySelector('#walk-send').focus();
-    animate(el, state.last.real);
+    state.turn.set(turnKey(), (state.turn.get(turnKey()) ?? 0) + 1);
+    state.sent = turnKey();
+    redraw('#walk-send');
+    animate(el, state.walk);
   });
   for (const b of el.querySelectorAll('[data-cmd]')) b.addEventListener('click', () => run(b.dataset.cmd));
 }
 
 function hdr(src, dst, changed) {
-  const s = changed === 'src' ? `<span class="rewritten">${esc(src)}</span>` : esc(src);
-  const d = changed === 'dst' ? `<span class="rewritten">${esc(dst)}</span>` : esc(dst);
+  const mark = (text, on) => (on ? `<span class="rewritten">${esc(text)}</span>` : esc(text));
+  const s = mark(src, changed === 'src' || changed === 'both');
+  const d = mark(dst, changed === 'dst' || changed === 'both');
   return `<span class="hdr">src ${s} → dst ${d}</span>`;
 }
 
-function hopsHtml(svc, port, reals, chosen, node) {
-  const vip = hostPort(svc.spec.clusterIP, port.port);
-  const client = hostPort(CLIENT.ip, CLIENT.port);
-  const li = (i, text) => `<li data-hop="${i}">${text}</li>`;
-  if (!chosen && reals.length === 0) {
-    return [
-      li(0, `Client pod sends a SYN: ${hdr(client, vip)}. It found the address through DNS (<span class="mono">${esc(svc.metadata.name)}.default.svc.cluster.local</span>).`),
-      li(1, `IPVS on ${esc(node)} matches virtual server <span class="mono">${esc(vip)}</span>, but it has <b>no real servers</b>: no ready pod matches the Service. The packet goes nowhere and the connection fails.`),
-    ].join('');
+/** The story of each hop the core computed, in words. */
+function hopsHtml(w, svc) {
+  if (!w.client) return `<li class="empty">${esc(w.unreachable ?? '')}</li>`;
+  if (!w.hops.length) {
+    return `<li class="empty">Press “Send a request” to follow a connection. ${w.realServers} pod${w.realServers === 1 ? '' : 's'} can answer; IPVS takes them in turn.</li>`;
   }
-  if (!chosen) {
-    return `<li class="empty">Press “Send a request” to follow a connection. ${reals.length} pod${reals.length === 1 ? '' : 's'} can answer; IPVS takes them in turn.</li>`;
-  }
-  const pod = chosen;
-  return [
-    li(0, `Client pod sends a SYN: ${hdr(client, vip)}. No pod owns ${esc(svc.spec.clusterIP)}; it exists only in the IPVS table.`),
-    li(1, `IPVS on ${esc(node)} matches virtual server <span class="mono">${esc(vip)}</span>, picks real server <span class="mono">${esc(pod)}</span> (rr, one of ${reals.length}) and rewrites the destination (DNAT, “Masq”): ${hdr(client, pod, 'dst')}. conntrack remembers the pair.`),
-    li(2, `The pod receives it and answers: ${hdr(pod, client)}.`),
-    li(3, `On the way back the connection entry reverses the rewrite, so the source becomes the ClusterIP again: ${hdr(vip, client, 'src')}.`),
-    li(4, `The client gets its reply from ${esc(vip)}: it never learns which pod answered.`),
-  ].join('');
+  const name = `${svc.metadata.name}.default.svc.cluster.local`;
+  const story = {
+    send: (h) => `${w.client.kind === 'outside' ? 'The outside host' : 'The client pod'} sends a SYN: ${hdr(h.src, h.dst)}. ${w.client.kind === 'outside' ? 'It dials the node\'s address and the NodePort.' : `It found the address through DNS (<span class="mono">${esc(name)}</span>); no pod owns it, it exists only in the IPVS table.`}`,
+    dropped: () => `IPVS on ${esc(w.node)} matches virtual server <span class="mono">${esc(w.virtualServer)}</span>, but it has <b>no real servers</b>: no ready pod matches the Service. The packet goes nowhere and the connection fails.`,
+    dnat: (h) => `IPVS on ${esc(w.node)} matches virtual server <span class="mono">${esc(w.virtualServer)}</span>, picks real server <span class="mono">${esc(w.chosen)}</span> (${esc(w.scheduler)}, one of ${w.realServers}) and rewrites the destination (DNAT, “Masq”): ${hdr(h.src, h.dst, h.rewritten)}. conntrack remembers the pair.`,
+    masquerade: (h) => `svcnet's nftables table <b>masquerades</b> on the way out (nat-postrouting): the source becomes the node's own address on the pod network, ${hdr(h.src, h.dst, h.rewritten)}, so the pod's reply comes back through the node to be un-NATed. ${w.client.kind === 'endpoint' ? 'IPVS picked the client itself: without this its reply would go straight to itself and never match.' : 'The endpoint could be on any node: without this the reply would go to the outside host directly, from the wrong address.'} The rule: <span class="mono">${esc(h.rule)}</span>.`,
+    deliver: (h) => `The pod receives it: ${hdr(h.src, h.dst)}.`,
+    reply: (h) => `The pod answers: ${hdr(h.src, h.dst)}.`,
+    reverse: (h) => `On the way back the connection entry reverses ${h.rewritten === 'both' ? 'both rewrites' : 'the rewrite'}, so the source becomes ${esc(w.frontend)} again: ${hdr(h.src, h.dst, h.rewritten === 'both' ? 'both' : 'src')}.`,
+    receive: () => `The client gets its reply from ${esc(w.frontend)}: it never learns which pod answered.`,
+  };
+  return w.hops.map((h, i) => `<li data-hop="${i}" data-kind="${esc(h.kind)}">${story[h.kind](h)}</li>`).join('');
 }
 
 function center(stage, el) {
@@ -171,21 +124,21 @@ function center(stage, el) {
   return { left: r.left - s.left + r.width / 2 - 7, top: r.top - s.top - 7 };
 }
 
-function animate(el, real) {
+/** Moves the packet along the walk's hops, one box per hop. */
+function animate(el, walk) {
   const stage = el.querySelector('#walk-stage');
   const packet = el.querySelector('#walk-packet');
   const hops = [...el.querySelectorAll('#walk-hops li[data-hop]')];
-  const client = el.querySelector('#walk-client');
-  const node = el.querySelector('#walk-node');
-  const backend = real ? el.querySelector(`.backend.chosen`) : null;
-  const path = backend ? [client, node, backend, node, client] : [client, node];
+  const boxes = { client: el.querySelector('#walk-client'), node: el.querySelector('#walk-node'), pod: el.querySelector('.backend.chosen') };
+  const path = walk.hops.map((h) => boxes[h.place]).filter(Boolean);
   clearTimeout(state.timer);
+  if (!path.length) return;
   const reduced = window.matchMedia('(prefers-reduced-motion: reduce)').matches;
   packet.hidden = false;
   let i = 0;
   const step = () => {
     hops.forEach((h, j) => h.classList.toggle('current', j === i));
-    [client, node, backend].forEach((b) => b?.classList.toggle('active', b === path[i]));
+    Object.values(boxes).forEach((b) => b?.classList.toggle('active', b === path[i]));
     const p = center(stage, path[i]);
     packet.style.left = `${p.left}px`;
     packet.style.top = `${p.top}px`;

@@ -16,6 +16,7 @@ pub mod kube_proxy;
 pub mod modes;
 pub mod preset;
 pub mod selector;
+pub mod walk;
 pub mod words;
 pub mod yaml;
 
