@@ -124,7 +124,7 @@ pub fn nft_list_svcnet(cp: &ControlPlane) -> Outcome {
 
 /// What svcnet's table is computed with in the playground: the cluster's
 /// NodePort range, and its pod network as the cluster CIDR.
-fn svcnet_config(cp: &ControlPlane) -> ProxyConfig {
+pub(super) fn svcnet_config(cp: &ControlPlane) -> ProxyConfig {
     ProxyConfig {
         node_port_range: cp.config().node_ports,
         cluster_cidrs: cp.config().constraints.pod_cidrs.clone(),

@@ -18,7 +18,7 @@ use crate::api::{EndpointSlice, Service};
 use crate::controlplane::ControlPlane;
 use crate::proxy::nftables::desired_ruleset;
 use crate::proxy::nftables::render::rule_text;
-use crate::proxy::{IpvsTable, Protocol, ProxyConfig, VirtualServerKey};
+use crate::proxy::{IpvsTable, NodeInfo, Protocol, VirtualServerKey};
 use crate::scheduler::pod_cidrs;
 use ipnetwork::IpNetwork;
 use serde::Serialize;
@@ -292,12 +292,8 @@ struct Rules {
 }
 
 impl Rules {
-    fn of(cp: &ControlPlane, info: &crate::proxy::NodeInfo, frontend: IpAddr) -> Self {
-        let config = ProxyConfig {
-            node_port_range: cp.config().node_ports,
-            cluster_cidrs: cp.config().constraints.pod_cidrs.clone(),
-            ..ProxyConfig::default()
-        };
+    fn of(cp: &ControlPlane, info: &NodeInfo, frontend: IpAddr) -> Self {
+        let config = super::modes::svcnet_config(cp);
         let table = desired_ruleset(cp.services(), cp.endpoint_slices(), info, &config);
         let suffix = if frontend.is_ipv4() { "-v4" } else { "-v6" };
         let find = |chain: &str, needle: &str| {
