@@ -593,7 +593,7 @@ pub fn vocabulary(cp: &ControlPlane) -> Vec<String> {
         words.extend(resource.words().into_iter().map(str::to_string));
         words.extend(cp.list(resource, Some("default")).iter().map(|o| o.name().to_string()));
     }
-    words.sort();
+    crate::sort::sort(&mut words);
     words.dedup();
     words
 }

@@ -146,7 +146,7 @@ fn ports(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo) -> V
             });
         }
     }
-    out.sort_by(|a, b| (&a.name, a.protocol).cmp(&(&b.name, b.protocol)));
+    crate::sort::sort_by(&mut out, |a, b| (&a.name, a.protocol).cmp(&(&b.name, b.protocol)));
     out
 }
 

@@ -631,8 +631,8 @@ fn apply_matcher(name: &str, arg: &Value, got: &Value, path: &str, failures: &mu
             };
             let mut w: Vec<String> = w.iter().map(ToString::to_string).collect();
             let mut g: Vec<String> = g.iter().map(ToString::to_string).collect();
-            w.sort();
-            g.sort();
+            crate::sort::sort(&mut w);
+            crate::sort::sort(&mut g);
             if w != g {
                 return Err(format!("expected the set {}, got {got}", arg));
             }
