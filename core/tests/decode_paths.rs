@@ -108,6 +108,20 @@ fn each<T: DeserializeOwned + Debug>(v: &Value) -> usize {
     same::<T>(v) + mutations(v).iter().map(same::<T>).sum::<usize>()
 }
 
+/// [`each`], and the decoded object back to a value.
+fn both<T: DeserializeOwned + Debug + serde::Serialize>(v: &Value) -> usize {
+    if let Ok(decoded) = from_value::<T>(v.clone()) {
+        // And back: api::value::to_value (through JSON text) gives what
+        // serde_json::to_value gives.
+        assert_eq!(
+            value::to_value(&decoded.value),
+            serde_json::to_value(&decoded.value).unwrap(),
+            "{v}"
+        );
+    }
+    each::<T>(v)
+}
+
 #[test]
 fn paths_and_ignored_fields_as_serde_path_to_error_and_serde_ignored_give_them() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors");
@@ -127,13 +141,13 @@ fn paths_and_ignored_fields_as_serde_path_to_error_and_serde_ignored_give_them()
         objects(&vector, &mut found);
         for object in &found {
             checked += match object["kind"].as_str() {
-                Some("Service") => each::<service::Service>(object),
-                Some("Pod") => each::<pod::Pod>(object),
-                Some("Node") => each::<pod::Node>(object),
-                Some("Deployment") => each::<deployment::Deployment>(object),
-                Some("EndpointSlice") => each::<endpoint_slice::EndpointSlice>(object),
-                Some("Endpoints") => each::<endpoints::Endpoints>(object),
-                Some("ServiceCIDR") => each::<service_cidr::ServiceCidr>(object),
+                Some("Service") => both::<service::Service>(object),
+                Some("Pod") => both::<pod::Pod>(object),
+                Some("Node") => both::<pod::Node>(object),
+                Some("Deployment") => both::<deployment::Deployment>(object),
+                Some("EndpointSlice") => both::<endpoint_slice::EndpointSlice>(object),
+                Some("Endpoints") => both::<endpoints::Endpoints>(object),
+                Some("ServiceCIDR") => both::<service_cidr::ServiceCidr>(object),
                 _ => 0,
             };
             checked += same::<svcnet_core::api::manifest::Object>(object);

@@ -401,7 +401,7 @@ fn expose(
 }
 
 fn to_value(object: &Object) -> Value {
-    serde_json::to_value(object).unwrap_or(Value::Null)
+    crate::api::value::to_value(object)
 }
 
 fn delete(cp: &mut ControlPlane, resource: Resource, names: &[String], namespace: &str) -> Outcome {

@@ -54,7 +54,7 @@ const MAX_GENERATED_BASE: usize = 58;
 /// The `pod-template-hash` of `d`'s template.
 pub fn template_hash(d: &Deployment) -> String {
     // The template is plain data: it serialises to a JSON value.
-    let value = serde_json::to_value(&d.spec.template).unwrap_or(Value::Null);
+    let value = crate::api::value::to_value(&d.spec.template);
     let mut text = String::new();
     canonical(&value, &mut text);
     let hash = text

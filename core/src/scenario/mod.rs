@@ -421,7 +421,7 @@ type StepResult = Result<Value, (Option<Value>, String)>;
 fn to_value<T: Serialize>(t: &T) -> Value {
     // Serialising the core's own plain data types to a JSON value cannot
     // fail: they have string keys and no custom serialisers that error.
-    serde_json::to_value(t).unwrap_or(Value::Null)
+    crate::api::value::to_value(t)
 }
 
 fn endpoints(cp: &ControlPlane) -> Value {
