@@ -7,7 +7,7 @@
 //! wrapped again to name the field at fault). So every typed decoding in the
 //! core and its wasm binding (manifest objects, snapshots, cluster options,
 //! behaviour vectors) reads its text into a [`serde_json::Value`] first and
-//! then decodes it with [`from_value`], through the one [`Deserializer`]
+//! then decodes it with [`from_value`], through the one `Deserializer`
 //! below.
 //!
 //! It is `serde_json`'s deserializer for an owned `Value` (the same calls to

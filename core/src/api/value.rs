@@ -72,7 +72,7 @@ pub fn decode_text(text: &str) -> Result<Value, String> {
 /// core's: string keys, no failing serialisers) becomes `null`, and so does
 /// an integer beyond 64 bits, which `serde_json::to_value` refuses too.
 ///
-/// The text is read back by [`read_json`], not by serde_json's parser,
+/// The text is read back by `read_json`, not by serde_json's parser,
 /// which may read a float with 17 significant digits one unit in the last
 /// place off (its exact mode, `float_roundtrip`, adds 9 KB gzip to the
 /// browser module); Rust's own float parsing is exact.
