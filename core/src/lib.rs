@@ -46,4 +46,5 @@ pub mod proxy;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;
+pub mod sort;
 pub mod time;

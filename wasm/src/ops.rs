@@ -30,7 +30,7 @@ pub struct Refused {
 /// Serialises the core's plain data. The core's types have string keys and
 /// no serialiser that can fail, so the `Null` fallback is never taken.
 pub fn json<T: Serialize + ?Sized>(data: &T) -> Value {
-    serde_json::to_value(data).unwrap_or(Value::Null)
+    svcnet_core::api::value::to_value(data)
 }
 
 /// Decodes the core's data from JSON with [`from_value`], as the core

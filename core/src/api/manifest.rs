@@ -341,7 +341,7 @@ fn strict<T: DeserializeOwned>(value: serde_json::Value, kind: &str, version: &s
     }
 }
 
-/// serde_ignored prints list indexes as `.0` and the inside of an
+/// The ignored paths (serde_ignored's spelling) print list indexes as `.0` and the inside of an
 /// optional field as `.?`; Kubernetes prints `[0]` and nothing.
 fn go_path(path: &str) -> String {
     path.split('.')

@@ -5,6 +5,7 @@
 
 use super::limits::MAX_ALIAS_EXPANSION;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Serialize;
 use serde_json::{Map, Number, Value};
 use std::cell::RefCell;
 use std::fmt;
@@ -61,6 +62,144 @@ pub fn decode_text(text: &str) -> Result<Value, String> {
     match documents.next() {
         None => Ok(value),
         Some(_) => Err("more than one YAML document where one is expected".to_string()),
+    }
+}
+
+/// `serde_json::to_value(data)`, through JSON text: the same value (a
+/// value's maps are sorted by key either way), with the type's `Serialize`
+/// code made once, for the JSON writer, rather than once for it and once
+/// for the value serializer. Data that does not serialise (never the
+/// core's: string keys, no failing serialisers) becomes `null`, and so does
+/// an integer beyond 64 bits, which `serde_json::to_value` refuses too.
+///
+/// The text is read back by `read_json`, not by serde_json's parser,
+/// which may read a float with 17 significant digits one unit in the last
+/// place off (its exact mode, `float_roundtrip`, adds 9 KB gzip to the
+/// browser module); Rust's own float parsing is exact.
+pub fn to_value<T: Serialize + ?Sized>(data: &T) -> Value {
+    serde_json::to_string(data)
+        .ok()
+        .and_then(|text| read_json(&text))
+        .unwrap_or(Value::Null)
+}
+
+/// Reads JSON text as serde_json writes it (no whitespace; strings with
+/// serde_json's escapes; integers within 64 bits; floats with a `.` or an
+/// exponent), or `None`.
+fn read_json(text: &str) -> Option<Value> {
+    let mut reader = JsonReader { text, at: 0 };
+    let value = reader.value()?;
+    (reader.at == text.len()).then_some(value)
+}
+
+struct JsonReader<'t> {
+    text: &'t str,
+    at: usize,
+}
+
+impl JsonReader<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        let found = self.peek() == Some(byte);
+        self.at += usize::from(found);
+        found
+    }
+
+    fn word(&mut self, word: &str, value: Value) -> Option<Value> {
+        self.text[self.at..].starts_with(word).then(|| {
+            self.at += word.len();
+            value
+        })
+    }
+
+    fn value(&mut self) -> Option<Value> {
+        match self.peek()? {
+            b'n' => self.word("null", Value::Null),
+            b't' => self.word("true", Value::Bool(true)),
+            b'f' => self.word("false", Value::Bool(false)),
+            b'"' => self.string().map(Value::String),
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                if !self.eat(b']') {
+                    loop {
+                        items.push(self.value()?);
+                        if self.eat(b']') {
+                            break;
+                        }
+                        self.eat(b',').then_some(())?;
+                    }
+                }
+                Some(Value::Array(items))
+            }
+            b'{' => {
+                self.at += 1;
+                let mut map = Map::new();
+                if !self.eat(b'}') {
+                    loop {
+                        let key = self.string()?;
+                        self.eat(b':').then_some(())?;
+                        map.insert(key, self.value()?);
+                        if self.eat(b'}') {
+                            break;
+                        }
+                        self.eat(b',').then_some(())?;
+                    }
+                }
+                Some(Value::Object(map))
+            }
+            _ => self.number(),
+        }
+    }
+
+    fn number(&mut self) -> Option<Value> {
+        let start = self.at;
+        while matches!(self.peek(), Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+            self.at += 1;
+        }
+        let token = &self.text[start..self.at];
+        if token.contains(['.', 'e', 'E']) {
+            Number::from_f64(token.parse().ok()?).map(Value::Number)
+        } else if token.starts_with('-') {
+            token.parse::<i64>().ok().map(Value::from)
+        } else {
+            token.parse::<u64>().ok().map(Value::from)
+        }
+    }
+
+    fn string(&mut self) -> Option<String> {
+        self.eat(b'"').then_some(())?;
+        let mut out = String::new();
+        loop {
+            let rest = &self.text[self.at..];
+            let end = rest.find(['"', '\\'])?;
+            out.push_str(&rest[..end]);
+            self.at += end + 1;
+            if rest.as_bytes()[end] == b'"' {
+                return Some(out);
+            }
+            let escaped = self.peek()?;
+            self.at += 1;
+            out.push(match escaped {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                b'u' => {
+                    let code = u32::from_str_radix(self.text.get(self.at..self.at + 4)?, 16).ok()?;
+                    self.at += 4;
+                    char::from_u32(code)?
+                }
+                _ => return None,
+            });
+        }
     }
 }
 
@@ -292,5 +431,45 @@ mod tests {
         );
         let duplicate = decode_text("a: 1\na: 2\n").unwrap_err();
         assert_eq!(duplicate, "a: duplicate key at line 2 column 4");
+    }
+
+    #[test]
+    fn to_value_is_serde_json_s() {
+        let floats: Vec<f64> = (0..2000u64)
+            .map(|i| f64::from_bits(0x3FF0_0000_0000_0000 ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 12))
+            .chain([0.1, 1e300, -2.5e-308, 5e-324, f64::MAX, 1.2345678901234567])
+            .collect();
+        let text: String = (0u32..0x250)
+            .filter_map(char::from_u32)
+            .chain("\"\\/é€😀".chars())
+            .collect();
+        let value = serde_json::json!({
+            "b": floats,
+            "a": [1, -2, 0, -0.0, u64::MAX, i64::MIN, i64::MAX, 1e21, 123456789012345680000.0],
+            "c": {"z": null, "y": "s", "": [[], {}, true, false], "k\"\u{1}": text},
+            "d": text,
+        });
+        assert_eq!(to_value(&value), serde_json::to_value(&value).unwrap());
+        let same = |data: &dyn Erased| assert_eq!(data.ours(), data.theirs());
+        trait Erased {
+            fn ours(&self) -> Value;
+            fn theirs(&self) -> Value;
+        }
+        impl<T: Serialize> Erased for T {
+            fn ours(&self) -> Value {
+                to_value(self)
+            }
+            fn theirs(&self) -> Value {
+                serde_json::to_value(self).unwrap_or(Value::Null)
+            }
+        }
+        same(&f64::NAN);
+        same(&f64::INFINITY);
+        same(&u128::MAX);
+        same(&(u128::from(u64::MAX) + 1));
+        same(&i128::MIN);
+        same(&vec![Some(1.5f32), None]);
+        same(&std::collections::BTreeMap::from([(1u8, 'x'), (2, '"')]));
+        same(&("a", 'b', [1u16, 2], ()));
     }
 }

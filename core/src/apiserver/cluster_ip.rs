@@ -713,7 +713,7 @@ mod tests {
         let mut statics: Vec<IpAddr> = (0..15)
             .map(|_| a.allocate_next(IpFamily::IPv4, &mut rng).unwrap())
             .collect();
-        statics.sort();
+        crate::sort::sort(&mut statics);
         let expected: Vec<IpAddr> = (2..=16).map(|d| IpAddr::from([10, 0, 0, d])).collect();
         assert_eq!(statics, expected);
         assert_eq!(a.allocate_next(IpFamily::IPv4, &mut rng), Err(AllocationError::Full));
@@ -728,7 +728,7 @@ mod tests {
             .collect();
         assert!(got[..6].iter().all(|g| net("10.0.0.0/29").contains(*g)));
         assert!(got[6..].iter().all(|g| net("10.0.1.0/29").contains(*g)));
-        got.sort();
+        crate::sort::sort(&mut got);
         got.dedup();
         assert_eq!(got.len(), 12);
         assert_eq!(a.allocate_next(IpFamily::IPv4, &mut rng), Err(AllocationError::Full));

@@ -478,7 +478,7 @@ mod tests {
             assert!(port >= 30086, "{port} is in the static band");
         }
         let mut statics: Vec<u16> = (0..86).map(|_| ports.allocate_next(&mut rng).unwrap()).collect();
-        statics.sort_unstable();
+        crate::sort::sort(&mut statics);
         assert_eq!(statics, (30000..=30085).collect::<Vec<_>>());
         assert_eq!(ports.allocate_next(&mut rng), Err(NodePortError::Full));
         assert_eq!(ports.snapshot().allocated, ["30000-32767"]);

@@ -249,7 +249,7 @@ impl BandedRange {
             }
             sorted.push((first, last));
         }
-        sorted.sort_unstable();
+        crate::sort::sort(&mut sorted);
         let mut merged: BTreeMap<u128, u128> = BTreeMap::new();
         let mut current: Option<(u128, u128)> = None;
         for (first, last) in sorted {
@@ -443,7 +443,7 @@ mod tests {
             assert!(offset >= 16, "dynamic band first, got {offset}");
         }
         let mut statics: Vec<u128> = (0..16).map(|_| range.allocate_next(&mut rng).unwrap()).collect();
-        statics.sort_unstable();
+        crate::sort::sort(&mut statics);
         assert_eq!(statics, (0..16).collect::<Vec<_>>());
         assert_eq!(range.allocate_next(&mut rng), None);
         assert_eq!(runs_of(&range), vec![(0, 39)]);
@@ -490,7 +490,7 @@ mod tests {
         let mut range = BandedRange::new(6, 0);
         let mut rng = Rng::new(9);
         let mut got: Vec<u128> = (0..6).map(|_| range.allocate_next(&mut rng).unwrap()).collect();
-        got.sort_unstable();
+        crate::sort::sort(&mut got);
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
         assert_eq!(range.allocate_next(&mut rng), None);
         let mut empty = BandedRange::new(0, 16);

@@ -103,7 +103,7 @@ fn print(objects: &[Object], request: &Get, now: Time) -> Result<String, String>
 
 /// An object as JSON data, with `apiVersion` and `kind` always set.
 fn to_value(object: &Object) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    let mut value = crate::api::value::to_value(object);
     if let Some(map) = value.as_object_mut() {
         let resource = object.resource();
         map.insert("apiVersion".into(), resource.api_version().into());

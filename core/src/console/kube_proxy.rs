@@ -252,11 +252,9 @@ impl KubeProxyView {
         while let Some(action) = self.machine.poll_action() {
             let answer = match action {
                 SyncAction::ObserveAll => SyncInput::Observed(self.kernel.clone()),
-                SyncAction::ObserveVirtualServers(keys) => SyncInput::ObservedVirtualServers(
-                    (keys.iter())
-                        .filter_map(|k| self.kernel.virtual_servers.get(k).map(|vs| (*k, vs.clone())))
-                        .collect(),
-                ),
+                SyncAction::ObserveVirtualServers(keys) => SyncInput::ObservedVirtualServers(crate::sort::map_from(
+                    (keys.iter()).filter_map(|k| self.kernel.virtual_servers.get(k).map(|vs| (*k, vs.clone()))),
+                )),
                 SyncAction::Apply(operations) => {
                     let failed = (operations.into_iter())
                         .filter_map(|op| {

@@ -443,7 +443,7 @@ fn expose(
 }
 
 fn to_value(object: &Object) -> Value {
-    serde_json::to_value(object).unwrap_or(Value::Null)
+    crate::api::value::to_value(object)
 }
 
 fn delete(cp: &mut ControlPlane, resource: Resource, names: &[String], namespace: &str) -> Outcome {
@@ -643,7 +643,7 @@ pub fn vocabulary(cp: &ControlPlane) -> Vec<String> {
         words.extend(resource.words().into_iter().map(str::to_string));
         words.extend(cp.list(resource, Some("default")).iter().map(|o| o.name().to_string()));
     }
-    words.sort();
+    crate::sort::sort(&mut words);
     words.dedup();
     words
 }

@@ -145,9 +145,10 @@ pub fn svcnet_lines(cp: &ControlPlane, service: Option<&str>) -> Result<Vec<NftL
             let groups = slices_by_service(cp.endpoint_slices());
             let slices = groups.get(&svc.key()).map(Vec::as_slice).unwrap_or_default();
             let fragment = service_fragment(svc, slices, &info, &config);
-            (service_elements(svc, slices, &info, &fragment).into_iter())
-                .map(|e| (e.kind.name(e.family), e.element))
-                .collect()
+            crate::sort::set_from(
+                (service_elements(svc, slices, &info, &fragment).into_iter())
+                    .map(|e| (e.kind.name(e.family), e.element)),
+            )
         }
         None => BTreeSet::new(),
     };

@@ -366,7 +366,7 @@ mod tests {
         let coredns: Vec<_> = cp.pods().filter(|p| p.metadata.namespace == "kube-system").collect();
         assert_eq!(coredns.len(), 2);
         let mut ips: Vec<String> = coredns.iter().flat_map(|p| p.ips()).collect();
-        ips.sort();
+        crate::sort::sort(&mut ips);
         assert_eq!(ips, ["10.244.0.2", "10.244.0.3"]);
         let v6 = cluster("fd00:10:96::/112", 0, ControlPlaneShape::Single).unwrap();
         assert_eq!(

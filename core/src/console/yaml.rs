@@ -37,7 +37,7 @@ pub fn to_text(value: &Value) -> String {
 /// of their own.
 fn mapping(out: &mut String, map: &serde_json::Map<String, Value>, indent: usize) {
     let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort_by(|a, b| natural(a, b));
+    crate::sort::sort_by(&mut keys, |a, b| natural(a, b));
     for (i, name) in keys.into_iter().enumerate() {
         if i > 0 {
             pad(out, indent);

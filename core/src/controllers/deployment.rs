@@ -54,7 +54,7 @@ const MAX_GENERATED_BASE: usize = 58;
 /// The `pod-template-hash` of `d`'s template.
 pub fn template_hash(d: &Deployment) -> String {
     // The template is plain data: it serialises to a JSON value.
-    let value = serde_json::to_value(&d.spec.template).unwrap_or(Value::Null);
+    let value = crate::api::value::to_value(&d.spec.template);
     let mut text = String::new();
     canonical(&value, &mut text);
     let hash = text
@@ -72,7 +72,7 @@ fn canonical(value: &Value, out: &mut String) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
+            crate::sort::sort(&mut keys);
             out.push('{');
             for (i, key) in keys.into_iter().enumerate() {
                 if i > 0 {
@@ -202,7 +202,7 @@ pub fn plan(d: &Deployment, owned: &[&Pod]) -> Plan {
     let mut delete: Vec<String> = old.iter().map(|p| p.metadata.name.clone()).collect();
     let want = usize::try_from(d.replicas()).unwrap_or(0);
     if current.len() > want {
-        current.sort_by_key(|p| deletion_rank(p));
+        crate::sort::sort_by_key(&mut current, |p| deletion_rank(p));
         delete.extend(current[..current.len() - want].iter().map(|p| p.metadata.name.clone()));
     }
     Plan {

@@ -231,7 +231,7 @@ fn repack(by_port: BTreeMap<PortKey, AddressSet>) -> Vec<EndpointSubset> {
     let mut subsets: Vec<EndpointSubset> = grouped
         .into_values()
         .map(|(mut ports, addresses)| {
-            ports.sort();
+            crate::sort::sort(&mut ports);
             let (ready, not_ready): (Vec<_>, Vec<_>) = addresses.into_iter().partition(|(_, ready)| *ready);
             EndpointSubset {
                 addresses: ready.into_iter().map(|(a, _)| a).collect(),
@@ -240,7 +240,9 @@ fn repack(by_port: BTreeMap<PortKey, AddressSet>) -> Vec<EndpointSubset> {
             }
         })
         .collect();
-    subsets.sort_by(|a, b| first_ip(a).cmp(&first_ip(b)).then_with(|| a.ports.cmp(&b.ports)));
+    crate::sort::sort_by(&mut subsets, |a, b| {
+        first_ip(a).cmp(&first_ip(b)).then_with(|| a.ports.cmp(&b.ports))
+    });
     subsets
 }
 

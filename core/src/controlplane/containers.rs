@@ -36,7 +36,7 @@ impl ControlPlane {
             }
             Some(pod) if running(pod) && !self.pod_env.contains_key(&key(pod)) => {
                 let services: Vec<_> = self.services().collect();
-                let env = service_env(pod, &services).into_iter().collect();
+                let env = crate::sort::map_from(service_env(pod, &services));
                 self.pod_env.insert(key(pod), env);
             }
             Some(_) => {}

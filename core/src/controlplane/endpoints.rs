@@ -45,7 +45,8 @@ impl ControlPlane {
     /// Every Endpoints object, sorted by namespace and name (what
     /// `kubectl get endpoints -A` lists).
     pub fn all_endpoints(&self) -> Vec<Endpoints> {
-        let keys: BTreeSet<&ObjectKey> = self.services.keys().chain(self.written_endpoints.keys()).collect();
+        let keys: BTreeSet<&ObjectKey> =
+            crate::sort::set_from(self.services.keys().chain(self.written_endpoints.keys()));
         keys.into_iter()
             .filter_map(|(namespace, name)| self.endpoints(namespace, name))
             .collect()

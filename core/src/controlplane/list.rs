@@ -33,7 +33,7 @@ impl ControlPlane {
             // others, not first).
             Resource::ServiceCidr => {
                 let mut cidrs: Vec<_> = self.service_cidrs().collect();
-                cidrs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+                crate::sort::sort_by(&mut cidrs, |a, b| a.metadata.name.cmp(&b.metadata.name));
                 (cidrs.into_iter())
                     .map(|c| Object::ServiceCidr(Box::new(c.clone())))
                     .collect()

@@ -170,7 +170,7 @@ impl ControlPlane {
     pub fn delete_node(&mut self, name: &str) -> Result<Node, ApiError> {
         let node = self.nodes.remove(name).ok_or_else(|| not_found("nodes", name))?;
         self.pod_ipam
-            .retain_nodes(&self.nodes.keys().map(String::as_str).collect());
+            .retain_nodes(&crate::sort::set_from(self.nodes.keys().map(String::as_str)));
         self.sync_all_slices();
         self.run_deployment_controller();
         Ok(node)

@@ -173,7 +173,7 @@ impl ControlPlane {
     ) -> Result<SetOutcome, (usize, ApiError)> {
         let mut outcome = SetOutcome::default();
         let mut gone: Vec<&ObjectRef> = removed.iter().collect();
-        gone.sort_by_key(|r| delete_rank(r));
+        crate::sort::sort_by_key(&mut gone, |r| delete_rank(r));
         for gone in gone {
             // The index of a deleted object is not in the set; point past it.
             let deleted = self
@@ -182,7 +182,7 @@ impl ControlPlane {
             outcome.deleted.push(deleted);
         }
         let mut order: Vec<usize> = (0..objects.len()).collect();
-        order.sort_by_key(|&i| apply_rank(objects[i].borrow()));
+        crate::sort::sort_by_key(&mut order, |&i| apply_rank(objects[i].borrow()));
         for i in order {
             let applied = self.apply_object(objects[i].borrow().clone()).map_err(|e| (i, e))?;
             outcome.applied.push(applied);

@@ -354,7 +354,7 @@ pub(crate) fn held_ports(svc: &Service) -> Vec<u16> {
     if let Some(hc) = svc.spec.health_check_node_port.and_then(|hc| u16::try_from(hc).ok()) {
         ports.push(hc);
     }
-    ports.sort_unstable();
+    crate::sort::sort(&mut ports);
     ports.dedup();
     ports
 }

@@ -179,7 +179,7 @@ impl ControlPlane {
                 .position(|l| l.prefix() == cidr.prefix() && l.network() == cidr.network())
                 .unwrap_or(usize::MAX)
         };
-        cidrs.sort_by_key(position);
+        crate::sort::sort_by_key(&mut cidrs, position);
         let mut ips = ClusterIpAllocator::new(cidrs.iter().copied()).map_err(|e| RestoreError::Range(e.to_string()))?;
         ips.restore(&snapshot.cluster_ips)
             .map_err(|e| RestoreError::Range(e.to_string()))?;
@@ -189,21 +189,14 @@ impl ControlPlane {
             .map_err(|e| RestoreError::Range(e.to_string()))?;
         cp.cluster_ips = ips;
         cp.node_ports = ports;
-        cp.services = snapshot
-            .services
-            .into_iter()
-            .map(|s| {
-                (
-                    (s.metadata.namespace_or_default().to_string(), s.metadata.name.clone()),
-                    Arc::new(s),
-                )
-            })
-            .collect();
-        cp.service_cidrs = snapshot
-            .service_cidrs
-            .into_iter()
-            .map(|c| (c.metadata.name.clone(), c))
-            .collect();
+        cp.services = crate::sort::map_from(snapshot.services.into_iter().map(|s| {
+            (
+                (s.metadata.namespace_or_default().to_string(), s.metadata.name.clone()),
+                Arc::new(s),
+            )
+        }));
+        cp.service_cidrs =
+            crate::sort::map_from(snapshot.service_cidrs.into_iter().map(|c| (c.metadata.name.clone(), c)));
         for held in cp
             .service_cidrs
             .values()
@@ -214,31 +207,30 @@ impl ControlPlane {
             }
         }
         let namespaced = |namespace: &str, name: &str| (namespace.to_string(), name.to_string());
-        cp.deployments = snapshot
-            .deployments
-            .into_iter()
-            .map(|d| (namespaced(d.metadata.namespace_or_default(), &d.metadata.name), d))
-            .collect();
-        cp.pods = snapshot
-            .pods
-            .into_iter()
-            .map(|p| (namespaced(p.metadata.namespace_or_default(), &p.metadata.name), p))
-            .collect();
-        cp.nodes = snapshot
-            .nodes
-            .into_iter()
-            .map(|n| (n.metadata.name.clone(), n))
-            .collect();
+        cp.deployments = crate::sort::map_from(
+            snapshot
+                .deployments
+                .into_iter()
+                .map(|d| (namespaced(d.metadata.namespace_or_default(), &d.metadata.name), d)),
+        );
+        cp.pods = crate::sort::map_from(
+            snapshot
+                .pods
+                .into_iter()
+                .map(|p| (namespaced(p.metadata.namespace_or_default(), &p.metadata.name), p)),
+        );
+        cp.nodes = crate::sort::map_from(snapshot.nodes.into_iter().map(|n| (n.metadata.name.clone(), n)));
         cp.endpoint_slices = snapshot
             .endpoint_slices
             .into_iter()
             .map(|s| (namespaced(s.metadata.namespace_or_default(), &s.metadata.name), s))
             .collect();
-        cp.written_endpoints = snapshot
-            .endpoints
-            .into_iter()
-            .map(|e| (namespaced(e.metadata.namespace_or_default(), &e.metadata.name), e))
-            .collect();
+        cp.written_endpoints = crate::sort::map_from(
+            snapshot
+                .endpoints
+                .into_iter()
+                .map(|e| (namespaced(e.metadata.namespace_or_default(), &e.metadata.name), e)),
+        );
         cp.rng = snapshot.rng;
         cp.pod_name_rng = snapshot
             .pod_name_rng

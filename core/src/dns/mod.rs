@@ -294,7 +294,7 @@ fn cluster_ip_records(service: &Service, name: &str, ttl: u32, records: &mut Vec
 /// duplicates. Names are compared as stored, so they should already be
 /// lowercase, as every name built here is.
 pub fn sort_records(records: &mut Vec<DnsRecord>) {
-    records.sort_by(|a, b| {
+    crate::sort::sort_by(records, |a, b| {
         a.name
             .cmp(&b.name)
             .then_with(|| a.data.record_type().cmp(b.data.record_type()))

@@ -107,7 +107,7 @@ pub fn port_endpoints<'a>(
     }
     // By address, ready copies first; the sort is stable, so among equal
     // copies the first seen stays first and is the one kept.
-    found.sort_by_key(|e| (e.address, !e.is_ready()));
+    crate::sort::sort_by_key(&mut found, |e| (e.address, !e.is_ready()));
     found.dedup_by_key(|e| e.address);
     found
 }

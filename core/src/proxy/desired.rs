@@ -136,7 +136,7 @@ pub fn slices_by_service<'a>(
         }
     }
     for group in groups.values_mut() {
-        group.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        crate::sort::sort_by(group, |a, b| a.metadata.name.cmp(&b.metadata.name));
     }
     groups
 }
@@ -154,7 +154,7 @@ pub fn desired_table<'s, 'e>(
     config: &ProxyConfig,
 ) -> Desired {
     let groups = slices_by_service(slices);
-    let by_key: BTreeMap<String, &Service> = services.into_iter().map(|svc| (svc.key(), svc)).collect();
+    let by_key: BTreeMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
     let mut desired = Desired::default();
     let mut owners: BTreeMap<VirtualServerKey, &str> = BTreeMap::new();
     let mut conflicts: BTreeMap<VirtualServerKey, Vec<String>> = BTreeMap::new();
@@ -398,11 +398,8 @@ impl Builder<'_, '_> {
         chosen: &Categorized,
         local: bool,
     ) {
-        let real_servers: BTreeMap<SocketAddr, RealServer> = chosen
-            .for_policy(local)
-            .iter()
-            .map(|addr| (*addr, RealServer::masq(1)))
-            .collect();
+        let real_servers: BTreeMap<SocketAddr, RealServer> =
+            crate::sort::map_from(chosen.for_policy(local).iter().map(|addr| (*addr, RealServer::masq(1))));
         self.fragment.virtual_servers.insert(
             VirtualServerKey::new(protocol, address, port),
             VirtualServer {

@@ -152,7 +152,7 @@ fn ports(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo) -> V
             });
         }
     }
-    out.sort_by(|a, b| (&a.name, a.protocol).cmp(&(&b.name, b.protocol)));
+    crate::sort::sort_by(&mut out, |a, b| (&a.name, a.protocol).cmp(&(&b.name, b.protocol)));
     out
 }
 

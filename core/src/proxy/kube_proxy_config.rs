@@ -228,7 +228,7 @@ pub fn read(text: &str) -> Result<ReadConfig, KubeProxyConfigError> {
     }
     let mut warnings = Vec::new();
     if !unknown.is_empty() {
-        unknown.sort();
+        crate::sort::sort(&mut unknown);
         let fields: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
         warnings.push(format!(
             "strict decoding error: {} (ignored, as kube-proxy ignores them)",

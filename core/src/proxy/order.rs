@@ -52,7 +52,9 @@ pub fn virtual_servers(table: &IpvsTable) -> Vec<(&VirtualServerKey, &VirtualSer
     let mut list: Vec<_> = table.virtual_servers.iter().collect();
     // The numeric order first (the map's own; sorting sorted input is a
     // linear pass), so each family-and-protocol group is one run.
-    list.sort_by_key(|(k, _)| (k.address.is_ipv6(), k.protocol.number(), k.address, k.port));
+    crate::sort::sort_by_key(&mut list, |(k, _)| {
+        (k.address.is_ipv6(), k.protocol.number(), k.address, k.port)
+    });
     for group in
         list.chunk_by_mut(|(a, _), (b, _)| a.address.is_ipv6() == b.address.is_ipv6() && a.protocol == b.protocol)
     {
@@ -64,7 +66,7 @@ pub fn virtual_servers(table: &IpvsTable) -> Vec<(&VirtualServerKey, &VirtualSer
 /// The real servers of `server`, in the order `ipvsadm` lists them.
 pub fn real_servers(server: &VirtualServer) -> Vec<(&SocketAddr, &RealServer)> {
     let mut list: Vec<_> = server.real_servers.iter().collect();
-    list.sort_by_key(|(a, _)| (a.ip(), a.port()));
+    crate::sort::sort_by_key(&mut list, |(a, _)| (a.ip(), a.port()));
     for family in list.chunk_by_mut(|(a, _), (b, _)| a.is_ipv6() == b.is_ipv6()) {
         order_level(family, 0, &|(a, _)| a.ip());
     }

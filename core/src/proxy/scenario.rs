@@ -184,7 +184,7 @@ fn warnings(desired: &Desired) -> Vec<String> {
 fn to_value<T: Serialize>(t: &T) -> Value {
     // The proxy's tables and drain state serialise to JSON without error:
     // every map key serialises as a string.
-    serde_json::to_value(t).unwrap_or(Value::Null)
+    crate::api::value::to_value(t)
 }
 
 #[cfg(test)]

@@ -424,7 +424,8 @@ impl SyncMachine {
                 .counters_read
                 .is_none_or(|t| now.since(t) >= self.settings.drain_check_period);
         if counters_stale {
-            let draining: BTreeSet<VirtualServerKey> = self.state.draining.iter().map(|(vs, _, _)| *vs).collect();
+            let draining: BTreeSet<VirtualServerKey> =
+                crate::sort::set_from(self.state.draining.iter().map(|(vs, _, _)| *vs));
             if let Some(keys) = self.unread(&fresh, draining) {
                 self.ask(keys);
                 self.phase = Phase::ReadingDrainCounters { observed, fresh };
@@ -438,7 +439,8 @@ impl SyncMachine {
     /// has not read, re-reads them first.
     fn plan_first(&mut self, observed: IpvsTable, fresh: Fresh) {
         let plan = self.plan(&observed);
-        let removing: BTreeSet<VirtualServerKey> = plan.operations.iter().filter_map(removes_real_server_of).collect();
+        let removing: BTreeSet<VirtualServerKey> =
+            crate::sort::set_from(plan.operations.iter().filter_map(removes_real_server_of));
         if let Some(keys) = self.unread(&fresh, removing) {
             self.ask(keys);
             self.phase = Phase::ReadingRemovals { observed, fresh };
@@ -455,7 +457,7 @@ impl SyncMachine {
 
     /// The keys of `keys` this sync has not read, if any.
     fn unread(&self, fresh: &Fresh, keys: BTreeSet<VirtualServerKey>) -> Option<BTreeSet<VirtualServerKey>> {
-        let keys: BTreeSet<VirtualServerKey> = keys.into_iter().filter(|vs| !fresh.covers(vs)).collect();
+        let keys: BTreeSet<VirtualServerKey> = crate::sort::set_from(keys.into_iter().filter(|vs| !fresh.covers(vs)));
         (!keys.is_empty()).then_some(keys)
     }
 

@@ -487,7 +487,7 @@ mod tests {
             key("TCP/10.96.0.50:443"),
             key("TCP/10.96.0.50:80"),
         ];
-        keys.sort();
+        crate::sort::sort(&mut keys);
         let text: Vec<String> = keys.iter().map(ToString::to_string).collect();
         assert_eq!(
             text,

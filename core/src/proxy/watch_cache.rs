@@ -167,7 +167,7 @@ impl WatchCache {
             .into_iter()
             .filter(|s| !s.metadata.labels.contains_key(HEADLESS_LABEL) && service_of(s) == KUBERNETES)
             .collect();
-        slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        crate::sort::sort_by(&mut slices, |a, b| a.metadata.name.cmp(&b.metadata.name));
         self.kubernetes_early = Some((service, slices));
     }
 

@@ -421,7 +421,7 @@ type StepResult = Result<Value, (Option<Value>, String)>;
 fn to_value<T: Serialize>(t: &T) -> Value {
     // Serialising the core's own plain data types to a JSON value cannot
     // fail: they have string keys and no custom serialisers that error.
-    serde_json::to_value(t).unwrap_or(Value::Null)
+    crate::api::value::to_value(t)
 }
 
 fn endpoints(cp: &ControlPlane) -> Value {
@@ -631,8 +631,8 @@ fn apply_matcher(name: &str, arg: &Value, got: &Value, path: &str, failures: &mu
             };
             let mut w: Vec<String> = w.iter().map(ToString::to_string).collect();
             let mut g: Vec<String> = g.iter().map(ToString::to_string).collect();
-            w.sort();
-            g.sort();
+            crate::sort::sort(&mut w);
+            crate::sort::sort(&mut g);
             if w != g {
                 return Err(format!("expected the set {}, got {got}", arg));
             }

@@ -40,7 +40,7 @@ impl EndpointKey {
     pub fn of(endpoint: &Endpoint) -> EndpointKey {
         let mut addresses: Vec<(Option<IpAddr>, String)> =
             endpoint.addresses.iter().map(|a| (a.parse().ok(), a.clone())).collect();
-        addresses.sort();
+        crate::sort::sort(&mut addresses);
         EndpointKey {
             addresses,
             target: endpoint
@@ -185,7 +185,7 @@ pub fn desired_groups(
     for pod in pods.iter().filter(|p| selects(selector, p) && should_be_in_slices(p)) {
         let ports = endpoint_ports(service, pod);
         let mut key = ports.clone();
-        key.sort();
+        crate::sort::sort(&mut key);
         let node = pod.spec.node_name.as_ref().and_then(|n| nodes.get(n));
         for family in families {
             if let Some(endpoint) = pod_endpoint(pod, node, service, *family) {

@@ -101,13 +101,14 @@ pub fn desired_slices(
 /// The labels of `service`'s managed slices: its own labels minus the
 /// reserved ones, then the reserved ones set by the controller.
 pub fn slice_labels(service: &Service) -> BTreeMap<String, String> {
-    let mut labels: BTreeMap<String, String> = service
-        .metadata
-        .labels
-        .iter()
-        .filter(|(k, _)| ![SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL].contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let mut labels: BTreeMap<String, String> = crate::sort::map_from(
+        service
+            .metadata
+            .labels
+            .iter()
+            .filter(|(k, _)| ![SERVICE_NAME_LABEL, MANAGED_BY_LABEL, HEADLESS_LABEL].contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     if service.is_headless() || service.spec.cluster_ip.is_empty() {
         labels.insert(HEADLESS_LABEL.into(), String::new());
     }
@@ -245,8 +246,8 @@ mod tests {
         let second = run(&svc, &pods(7), &first, 3);
         let mut a = first.clone();
         let mut b = second;
-        a.sort_by(|x, y| x.metadata.name.cmp(&y.metadata.name));
-        b.sort_by(|x, y| x.metadata.name.cmp(&y.metadata.name));
+        crate::sort::sort_by(&mut a, |x, y| x.metadata.name.cmp(&y.metadata.name));
+        crate::sort::sort_by(&mut b, |x, y| x.metadata.name.cmp(&y.metadata.name));
         assert_eq!(a, b);
     }
 

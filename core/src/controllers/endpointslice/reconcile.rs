@@ -27,14 +27,14 @@ pub fn reconcile_family(
     desired: BTreeMap<PortKey, Group>,
     max_endpoints: usize,
 ) -> Vec<EndpointSlice> {
-    existing.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    crate::sort::sort_by(&mut existing, |a, b| a.metadata.name.cmp(&b.metadata.name));
     let existing_count = existing.len();
     let mut to_delete: Vec<EndpointSlice> = Vec::new();
     let mut by_ports: BTreeMap<PortKey, Vec<&EndpointSlice>> = BTreeMap::new();
     for slice in existing {
         if template.owns(slice) {
             let mut key = slice.ports.clone();
-            key.sort();
+            crate::sort::sort(&mut key);
             by_ports.entry(key).or_default().push(slice);
         } else {
             to_delete.push(slice.clone());
@@ -57,7 +57,7 @@ pub fn reconcile_family(
             _ => created.push(placeholder),
         }
     }
-    to_delete.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    crate::sort::sort_by(&mut to_delete, |a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut reusable = to_delete.iter().filter(|s| template.owns(s));
     for slice in created.iter_mut().rev() {
         let Some(old) = reusable.next() else {
@@ -115,7 +115,7 @@ fn reconcile_ports(
         }
     }
     // 2. Fill the slices that change anyway, fullest first.
-    updated.sort_by_key(|s| std::cmp::Reverse(s.endpoints.len()));
+    crate::sort::sort_by_key(&mut updated, |s| std::cmp::Reverse(s.endpoints.len()));
     for slice in &mut updated {
         fill(slice, &mut desired, max_endpoints);
     }

@@ -233,11 +233,12 @@ impl ControlPlane {
         let node_name = node.metadata.name.clone();
         // Every address a Pod holds, whatever its Node: a Pod a user
         // applied without a Node may hold one of this Node's addresses.
-        let in_use: BTreeSet<IpAddr> = (self.pods.values())
-            .filter(|p| !p.is_terminal())
-            .flat_map(Pod::ips)
-            .filter_map(|ip| ip.parse().ok())
-            .collect();
+        let in_use: BTreeSet<IpAddr> = crate::sort::set_from(
+            (self.pods.values())
+                .filter(|p| !p.is_terminal())
+                .flat_map(Pod::ips)
+                .filter_map(|ip| ip.parse().ok()),
+        );
         let mut ips = Vec::new();
         for range in pod_cidrs(&node) {
             match self.pod_ipam.allocate(&node_name, range, &in_use) {

@@ -134,7 +134,7 @@ fn ports(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo, fami
                 .collect();
             let categorized = categorize(&found, node);
             let by_text = |mut addresses: Vec<SocketAddr>| {
-                addresses.sort_by_key(SocketAddr::to_string);
+                crate::sort::sort_by_key(&mut addresses, SocketAddr::to_string);
                 addresses
             };
             let protocol = match protocol {
@@ -163,7 +163,7 @@ fn ports(services: &[&Service], slices: &[&EndpointSlice], node: &NodeInfo, fami
             });
         }
     }
-    out.sort_by(|a, b| (&a.name, a.protocol).cmp(&(&b.name, b.protocol)));
+    crate::sort::sort_by(&mut out, |a, b| (&a.name, a.protocol).cmp(&(&b.name, b.protocol)));
     out
 }
 

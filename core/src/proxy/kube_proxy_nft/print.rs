@@ -62,7 +62,7 @@ pub(super) struct Element {
 /// an address counts from its last byte.
 fn sort_elements(elements: &mut [Element]) {
     let single = elements.first().is_some_and(|e| e.key.len() == 1);
-    elements.sort_by_cached_key(|e| {
+    crate::sort::sort_by_key(elements, |e| {
         if single {
             let mut bytes = Vec::new();
             for atom in &e.key {

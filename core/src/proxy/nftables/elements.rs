@@ -214,11 +214,9 @@ fn full_prefix(family: IpFamily) -> u8 {
 
 /// The node's own elements: the addresses NodePorts listen on.
 pub fn node_elements(node: &NodeInfo) -> BTreeSet<SetElement> {
-    (node.ips.iter())
-        .map(|ip| SetElement {
-            kind: SetKind::NodePortIps,
-            family: IpFamily::of(*ip),
-            element: vec![Value::Addr(*ip)],
-        })
-        .collect()
+    crate::sort::set_from(node.ips.iter().map(|ip| SetElement {
+        kind: SetKind::NodePortIps,
+        family: IpFamily::of(*ip),
+        element: vec![Value::Addr(*ip)],
+    }))
 }

@@ -81,7 +81,7 @@ pub fn desired_ruleset<'s, 'e>(
     config: &ProxyConfig,
 ) -> Table {
     let groups = slices_by_service(slices);
-    let by_key: BTreeMap<String, &Service> = services.into_iter().map(|svc| (svc.key(), svc)).collect();
+    let by_key: BTreeMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
     let mut table = empty_table(config);
     let mut all = node_elements(node);
     for (key, svc) in by_key {
