@@ -28,6 +28,7 @@ fn agent(dataplane: MemoryDataplane) -> ApiAgent<MemoryDataplane> {
         proxy: ProxyConfig::default(),
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
         plan_state_file: None,
+        conntrack_cleanup: true,
     };
     ApiAgent::new(settings, PlanState::default(), dataplane, Arc::new(Metrics::default()))
 }
