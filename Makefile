@@ -238,7 +238,7 @@ browser-test: playground-site browser-deps ## The playground in headless Chromiu
 # the benchmark (tests/vm/agent.sh, demo.sh, bench.sh). The binary goes in
 # stripped (target/vm/ipvs-agent): a smaller initramfs boots faster.
 AGENT_VM_BIN := target/vm/ipvs-agent
-.PHONY: agent-vm-bin vm-agent demo-vm bench-vm
+.PHONY: agent-vm-bin vm-agent vm-conntrack demo-vm bench-vm
 agent-vm-bin: ## Build ipvs-agent (release) and a stripped copy for the VM; installs the VM tools
 	$(step)
 	tests/vm/setup.sh
@@ -250,6 +250,18 @@ vm-agent: agent-vm-bin ## ipvs-agent end to end in the VM: scenarios a-h, IPv6, 
 	$(step)
 	VM_TIMEOUT=$${VM_TIMEOUT:-600} tests/vm/run.sh tests/vm/agent.sh $(AGENT_VM_BIN) \
 		examples:/examples tests/vm/manifests:/vm-manifests
+
+vm-conntrack: ## UDP conntrack cleanup in the VM's kernel: the real-kernel test, and the agent deleting a stale entry end to end (tests/vm/conntrack.sh)
+	$(step)
+	tests/vm/setup.sh
+	$(CARGO) build -p ipvs-agent --bin ipvs-agent --example conntrack_list
+	@mkdir -p target/vm
+	strip -o target/vm/ipvs-agent-debug target/debug/ipvs-agent
+	strip -o target/vm/conntrack_list target/debug/examples/conntrack_list
+	strip -o target/vm/conntrack_netns "$$($(CARGO) test -p ipvs-agent --test conntrack_netns --no-run --message-format=json 2>/dev/null \
+		| sed -n 's/.*"executable":"\([^"]*conntrack_netns[^"]*\)".*/\1/p' | tail -n 1)"
+	VM_TIMEOUT=$${VM_TIMEOUT:-400} tests/vm/run.sh tests/vm/conntrack.sh target/vm/ipvs-agent-debug:/usr/local/bin/ipvs-agent \
+		target/vm/conntrack_list target/vm/conntrack_netns /usr/sbin/nft
 
 demo-vm: agent-vm-bin ## The demo: the agent programs examples/ into a real kernel's IPVS, with traffic and a pod draining, narrated (VM_QUIET=0: the whole console)
 	$(step)
