@@ -8,6 +8,8 @@ use thiserror::Error;
 pub const ENOENT: i32 = 2;
 /// `EPERM`.
 pub const EPERM: i32 = 1;
+/// `EINVAL`.
+pub const EINVAL: i32 = 22;
 /// `EOPNOTSUPP`.
 pub const EOPNOTSUPP: i32 = 95;
 

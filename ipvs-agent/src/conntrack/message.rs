@@ -70,6 +70,18 @@ impl CtRequest {
         }
     }
 
+    /// `IPCTNL_MSG_CT_GET` with `NLM_F_DUMP` and no filter: every entry of
+    /// `family`, as `conntrack -L -f FAMILY` asks. The fallback for a kernel
+    /// that refuses [`CtRequest::dump_udp`]'s filter.
+    pub fn dump_family(family: IpFamily) -> Self {
+        Self {
+            msg_type: IPCTNL_MSG_CT_GET,
+            flags: NLM_F_REQUEST | NLM_F_DUMP,
+            family: nfproto(family),
+            attrs: Vec::new(),
+        }
+    }
+
     /// `IPCTNL_MSG_CT_DELETE` of one dumped entry: its original tuple, its
     /// zone when it has one, and its id when the dump gave it, so that a
     /// newer entry with the same tuple is left alone (the kernel answers

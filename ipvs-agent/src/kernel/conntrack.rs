@@ -21,7 +21,8 @@ use svcnet_core::proxy::UdpFrontends;
 use thiserror::Error;
 
 use super::genl::{grow_receive_buffer, READ_SIZE};
-use crate::conntrack::error::ENOENT;
+use crate::conntrack::constants::IPPROTO_UDP;
+use crate::conntrack::error::{EINVAL, ENOENT, EOPNOTSUPP};
 use crate::conntrack::{frame, parse_replies, CtEntry, CtOperation, CtRefusal, CtRequest, CtWireError, ReplyBody};
 use crate::dataplane::ConntrackReport;
 
@@ -46,6 +47,17 @@ pub enum ConntrackError {
     Io(#[from] io::Error),
 }
 
+/// What one dump found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DumpOutcome {
+    /// The UDP entries kept.
+    pub entries: Vec<CtEntry>,
+    /// UDP entries dumped, kept or not.
+    pub scanned: u64,
+    /// Entries that could not be read (skipped).
+    pub unreadable: u64,
+}
+
 /// What one delete batch did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct DeleteOutcome {
@@ -65,6 +77,9 @@ pub struct ConntrackSocket {
     socket: Socket,
     next_seq: u32,
     buf: Vec<u8>,
+    /// Whether the kernel takes the dump filter (`CTA_FILTER`); cleared
+    /// the first time it refuses it.
+    kernel_filter: bool,
 }
 
 impl ConntrackSocket {
@@ -85,6 +100,7 @@ impl ConntrackSocket {
             socket,
             next_seq: 1,
             buf: Vec::with_capacity(READ_SIZE),
+            kernel_filter: true,
         })
     }
 
@@ -117,9 +133,46 @@ impl ConntrackSocket {
     /// Every UDP entry of `family`, and how many entries could not be read
     /// (logged, skipped).
     pub fn dump_udp(&mut self, family: IpFamily) -> Result<(Vec<CtEntry>, u64), ConntrackError> {
-        let seq = self.send(&[CtRequest::dump_udp(family)])?[0];
-        let mut entries = Vec::new();
-        let mut unreadable = 0;
+        let dump = self.dump_udp_matching(family, |_| true)?;
+        Ok((dump.entries, dump.unreadable))
+    }
+
+    /// The UDP entries of `family` that `keep` accepts; every UDP entry is
+    /// shown to it, and only the kept ones are held in memory. The kernel
+    /// filters the dump to UDP; if it refuses the filter (EINVAL,
+    /// EOPNOTSUPP), the family's whole table is dumped instead, then and
+    /// from then on, and filtered here.
+    pub fn dump_udp_matching(
+        &mut self,
+        family: IpFamily,
+        mut keep: impl FnMut(&CtEntry) -> bool,
+    ) -> Result<DumpOutcome, ConntrackError> {
+        loop {
+            let request = if self.kernel_filter {
+                CtRequest::dump_udp(family)
+            } else {
+                CtRequest::dump_family(family)
+            };
+            match self.run_dump(family, request, &mut keep) {
+                Err(ConntrackError::Refused(refusal))
+                    if self.kernel_filter && matches!(refusal.errno, EINVAL | EOPNOTSUPP) =>
+                {
+                    log::info!("the kernel refuses a filtered conntrack dump ({refusal}); dumping whole families");
+                    self.kernel_filter = false;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn run_dump(
+        &mut self,
+        family: IpFamily,
+        request: CtRequest,
+        keep: &mut impl FnMut(&CtEntry) -> bool,
+    ) -> Result<DumpOutcome, ConntrackError> {
+        let seq = self.send(&[request])?[0];
+        let mut dump = DumpOutcome::default();
         loop {
             if !self.recv()? {
                 return Err(ConntrackError::Unfinished(family));
@@ -129,12 +182,18 @@ impl ConntrackSocket {
                     continue;
                 }
                 match reply.body {
-                    ReplyBody::Entry(entry) => entries.push(entry),
+                    ReplyBody::Entry(entry) if entry.orig.protocol == IPPROTO_UDP => {
+                        dump.scanned += 1;
+                        if keep(&entry) {
+                            dump.entries.push(entry);
+                        }
+                    }
+                    ReplyBody::Entry(_) => {}
                     ReplyBody::Unreadable(error) => {
                         log::debug!("unreadable conntrack entry: {error}");
-                        unreadable += 1;
+                        dump.unreadable += 1;
                     }
-                    ReplyBody::Done | ReplyBody::Ack => return Ok((entries, unreadable)),
+                    ReplyBody::Done | ReplyBody::Ack => return Ok(dump),
                     ReplyBody::Refused { errno, message } => {
                         return Err(CtRefusal {
                             operation: CtOperation::Dump,
@@ -218,10 +277,12 @@ impl ConntrackSocket {
     pub fn clean_udp(&mut self, frontends: &UdpFrontends) -> ConntrackReport {
         let mut report = ConntrackReport::default();
         for family in frontends.families() {
-            let entries = match self.dump_udp(family) {
-                Ok((entries, unreadable)) => {
-                    report.unreadable += unreadable;
-                    entries
+            let stale_only = |entry: &CtEntry| entry.to_core().is_some_and(|e| frontends.should_delete(&e));
+            let stale = match self.dump_udp_matching(family, stale_only) {
+                Ok(dump) => {
+                    report.scanned += dump.scanned;
+                    report.unreadable += dump.unreadable;
+                    dump.entries
                 }
                 Err(error) => {
                     report.errors += 1;
@@ -229,11 +290,6 @@ impl ConntrackSocket {
                     continue;
                 }
             };
-            report.scanned += entries.len() as u64;
-            let stale: Vec<CtEntry> = entries
-                .into_iter()
-                .filter(|entry| entry.to_core().is_some_and(|e| frontends.should_delete(&e)))
-                .collect();
             report.stale += stale.len() as u64;
             let outcome = self.delete(&stale);
             report.deleted += outcome.deleted;
