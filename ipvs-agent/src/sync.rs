@@ -11,7 +11,8 @@
 //! UDP conntrack entries (`svcnet_core::proxy::conntrack`, kube-proxy
 //! 1.32+'s cleanup) through [`Dataplane::clean_udp_conntrack`]. A failed
 //! cleanup is logged and counted, never undoes the sync, and is tried
-//! again after the next successful one.
+//! again after the next successful one. When it is due is the core's
+//! decision too (`svcnet_core::proxy::CleanupSchedule`).
 
 use crate::dataplane::{ConntrackReport, Dataplane};
 use crate::kube_proxy_metrics::wall_now;
@@ -23,7 +24,7 @@ use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::family::IpFamily;
 use svcnet_core::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine};
 use svcnet_core::proxy::watch_cache::WatchCache;
-use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig, ProxyWarning, UdpFrontends};
+use svcnet_core::proxy::{CleanupSchedule, NodeInfo, PlanState, ProxyConfig, ProxyWarning};
 use svcnet_core::time::Time;
 
 pub use svcnet_core::proxy::sync_loop::SyncSettings;
@@ -64,9 +65,8 @@ pub struct SyncLoop<D> {
     /// Whether to clean stale UDP conntrack entries after syncs
     /// (`--conntrack-cleanup`, on by default).
     conntrack_cleanup: bool,
-    /// The UDP frontends as of the last successful cleanup (`None`: none
-    /// yet).
-    conntrack_cleaned: Option<UdpFrontends>,
+    /// When the cleanup is due (the core decides).
+    conntrack_schedule: CleanupSchedule,
     /// The last cleanup error logged, so a lasting one is logged once.
     conntrack_last_error: Option<String>,
 }
@@ -87,7 +87,7 @@ impl<D: Dataplane> SyncLoop<D> {
             machine: SyncMachine::new(proxy, node, settings),
             metrics,
             conntrack_cleanup: true,
-            conntrack_cleaned: None,
+            conntrack_schedule: CleanupSchedule::new(),
             conntrack_last_error: None,
         }
     }
@@ -281,28 +281,17 @@ impl<D: Dataplane> SyncLoop<D> {
         if !self.conntrack_cleanup {
             return None;
         }
-        let frontends = UdpFrontends::of(self.machine.desired());
-        let changed = match &self.conntrack_cleaned {
-            Some(before) => frontends.changed(before).len(),
-            None => frontends.len().max(1),
-        };
-        if changed == 0 {
-            return None;
-        }
-        if frontends.families().is_empty() {
-            // No frontend has an endpoint: no entry can be stale.
-            self.conntrack_cleaned = Some(frontends);
-            return None;
-        }
+        let due = self.conntrack_schedule.after_sync(self.machine.desired())?;
+        let changed = due.changed;
         let started = Instant::now();
-        let report = self.dataplane.clean_udp_conntrack(&frontends).await;
+        let report = self.dataplane.clean_udp_conntrack(&due.frontends).await;
+        self.conntrack_schedule.finished(due, report.first_error.is_none());
         self.metrics.record_conntrack_deleted(report.deleted);
         self.metrics.record_conntrack_errors(report.errors);
         let duration_ms = started.elapsed().as_millis() as u64;
         match &report.first_error {
             None => {
                 self.conntrack_last_error = None;
-                self.conntrack_cleaned = Some(frontends);
                 if report.stale > 0 {
                     tracing::info!(
                         changed_frontends = changed,

@@ -21,7 +21,11 @@
 //!   endpoints". A frontend without endpoints is left alone, as kube-proxy
 //!   does: a new entry would be black-holed the same way.
 //! - [`UdpFrontends::changed`]: the frontends whose endpoints differ from an
-//!   earlier snapshot; the agent cleans only after a sync that changed one.
+//!   earlier snapshot.
+//! - [`CleanupSchedule`]: when to clean: after a successful sync whose UDP
+//!   frontends differ from those of the last successful cleanup (the first
+//!   sync counts as a change; a failed cleanup is due again after the next
+//!   sync), and never while no frontend has an endpoint.
 //!
 //! Differences from kube-proxy, all from taking the IPVS table (what the
 //! node actually forwards to) rather than every serving endpoint of the
@@ -126,6 +130,57 @@ impl UdpFrontends {
         match self.frontends.get(&entry.orig_dst) {
             Some(endpoints) => !endpoints.is_empty() && !endpoints.contains(&entry.reply_src),
             None => false,
+        }
+    }
+}
+
+/// When the agent cleans: the UDP frontends as of the last cleanup that
+/// succeeded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CleanupSchedule {
+    cleaned: Option<UdpFrontends>,
+}
+
+/// A cleanup to run now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CleanupDue {
+    /// The frontends to clean against (the desired table's, now).
+    pub frontends: UdpFrontends,
+    /// How many frontends changed since the last cleanup (for the log).
+    pub changed: usize,
+}
+
+impl CleanupSchedule {
+    /// A schedule that has cleaned nothing yet: the first sync's table is
+    /// cleaned.
+    pub fn new() -> CleanupSchedule {
+        CleanupSchedule::default()
+    }
+
+    /// After a successful sync to `table`: the cleanup to run, if one is
+    /// due. When nothing can be stale (no frontend has an endpoint), the
+    /// table counts as cleaned and nothing is due.
+    pub fn after_sync(&mut self, table: &IpvsTable) -> Option<CleanupDue> {
+        let frontends = UdpFrontends::of(table);
+        let changed = match &self.cleaned {
+            Some(before) => frontends.changed(before).len(),
+            None => frontends.len().max(1),
+        };
+        if changed == 0 {
+            return None;
+        }
+        if frontends.families().is_empty() {
+            self.cleaned = Some(frontends);
+            return None;
+        }
+        Some(CleanupDue { frontends, changed })
+    }
+
+    /// The cleanup of `due` ran: if it `succeeded`, its frontends are the
+    /// new reference; if not, the same cleanup is due after the next sync.
+    pub fn finished(&mut self, due: CleanupDue, succeeded: bool) {
+        if succeeded {
+            self.cleaned = Some(due.frontends);
         }
     }
 }
@@ -285,5 +340,30 @@ mod tests {
         );
         assert!(after.changed(&after.clone()).is_empty());
         assert_eq!(after.changed(&UdpFrontends::default()).len(), 3, "the first sync");
+    }
+
+    #[test]
+    fn the_schedule_cleans_after_changes_and_retries_failures() {
+        let mut schedule = CleanupSchedule::new();
+        // No endpoint anywhere: nothing due, and that counts as cleaned.
+        let empty = table(&[("UDP/10.96.0.10:53", &[])]);
+        assert_eq!(schedule.after_sync(&empty), None);
+        assert_eq!(schedule.after_sync(&empty), None);
+        // The first endpoint: due.
+        let one = table(&[("UDP/10.96.0.10:53", &["10.244.1.7:53"])]);
+        let due = schedule.after_sync(&one).expect("due");
+        assert_eq!(due.changed, 1);
+        // It failed: due again after the next sync, though nothing changed.
+        schedule.finished(due, false);
+        let due = schedule.after_sync(&one).expect("due again");
+        schedule.finished(due, true);
+        assert_eq!(schedule.after_sync(&one), None, "nothing changed since");
+        // A TCP change is no reason.
+        let mut tcp = one.clone();
+        tcp.virtual_servers
+            .extend(table(&[("TCP/10.96.0.10:53", &["10.244.1.7:53"])]).virtual_servers);
+        assert_eq!(schedule.after_sync(&tcp), None);
+        // The first sync of a fresh schedule with endpoints: due.
+        assert!(CleanupSchedule::new().after_sync(&one).is_some());
     }
 }

@@ -58,7 +58,7 @@ pub mod watch_cache;
 
 pub use apply::{apply_operation, apply_plan};
 pub use categorize::{categorize, port_endpoints, Categorized, ClusterRule, EndpointInfo, LocalRule};
-pub use conntrack::{ConntrackEntry, UdpFrontends};
+pub use conntrack::{CleanupDue, CleanupSchedule, ConntrackEntry, UdpFrontends};
 pub use desired::{desired_table, service_fragment, slices_by_service, Desired, ProxyConfig, ServiceFragment};
 pub use error::{ApplyError, ProxyError, ProxyWarning};
 pub use index::{Changes, DesiredIndex};
