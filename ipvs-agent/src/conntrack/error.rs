@@ -46,6 +46,9 @@ pub struct CtRefusal {
 fn meaning(errno: i32) -> String {
     match errno {
         ENOENT => "no such entry (ENOENT)".to_string(),
+        EINVAL => "invalid argument (EINVAL); nfnetlink answers so when nf_conntrack_netlink is not loaded \
+                   (modprobe nf_conntrack_netlink)"
+            .to_string(),
         EPERM => "permission denied (EPERM): conntrack needs CAP_NET_ADMIN; run as root".to_string(),
         EOPNOTSUPP => {
             "not supported by this kernel (EOPNOTSUPP): load nf_conntrack_netlink (modprobe nf_conntrack_netlink)"
