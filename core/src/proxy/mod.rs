@@ -13,7 +13,7 @@
 //! - [`render`]: `ipvsadm-save -n`, `ipvsadm -Ln` and JSON, listed in
 //!   [`order`](mod@order), `ipvsadm`'s own order (its wrapping address sort),
 //!   and `ipvsadm-save` text read back into a table.
-//! - [`plan_output`]: what `ipvs-agent plan` prints in each `--format`.
+//! - [`plan_output`](mod@plan_output): what `ipvs-agent plan` prints in each `--format`.
 //! - [`iptables`]: the rules kube-proxy's iptables mode would write, as
 //!   `iptables-save` prints them.
 //! - [`kube_proxy_config`]: kube-proxy's `--config` file, read, defaulted
