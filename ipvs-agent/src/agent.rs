@@ -39,6 +39,9 @@ pub struct AgentSettings {
     pub proxy: ProxyConfig,
     /// Sync periods.
     pub sync: SyncSettings,
+    /// `--conntrack-cleanup`: delete stale UDP conntrack entries after
+    /// syncs that change UDP Services.
+    pub conntrack_cleanup: bool,
 }
 
 /// The running agent.
@@ -114,6 +117,7 @@ impl<D: Dataplane> Agent<D> {
         let node = resolve_node(&settings, cluster.control_plane(), None);
         let mut sync = SyncLoop::new(dataplane, settings.proxy.clone(), node, settings.sync, metrics.clone());
         sync.restore_plan_state(plan_state);
+        sync.set_conntrack_cleanup(settings.conntrack_cleanup);
         let next_poll = now.plus(poll_period(&settings.sync));
         let next_full_read = now.plus(settings.sync.sync_period);
         let plan_state_file = cluster.state_file().map(state::plan_state_path);

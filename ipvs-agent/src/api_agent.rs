@@ -38,6 +38,9 @@ pub struct ApiSettings {
     pub sync: SyncSettings,
     /// Where the plan state is kept, if anywhere.
     pub plan_state_file: Option<PathBuf>,
+    /// `--conntrack-cleanup`: delete stale UDP conntrack entries after
+    /// syncs that change UDP Services.
+    pub conntrack_cleanup: bool,
 }
 
 /// The running agent in API mode.
@@ -62,6 +65,7 @@ impl<D: Dataplane> ApiAgent<D> {
         };
         let mut sync = SyncLoop::new(dataplane, settings.proxy, node, settings.sync, metrics.clone());
         sync.restore_plan_state(plan_state);
+        sync.set_conntrack_cleanup(settings.conntrack_cleanup);
         ApiAgent {
             cache,
             sync,

@@ -340,6 +340,14 @@ pub struct RunArgs {
     /// deleted anyway.
     #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
+    /// After each sync that changes UDP Services, delete the UDP conntrack entries sent to a Service
+    /// frontend (ClusterIP, NodePort on a node IP, externalIP, LoadBalancer IP) that no endpoint it
+    /// has now answers: flows stuck on a removed endpoint, or black-holed while the Service had
+    /// none (kube-proxy 1.32+'s cleanup, over ctnetlink; filtered dumps and per-entry deletes,
+    /// never a flush). On by default; --conntrack-cleanup=false turns it off.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub conntrack_cleanup: bool,
     /// New, off by default: also keep the nftables table `inet svcnet` (masquerade and filter
     /// rules, as `plan --format nft` prints it) in the kernel, one nf_tables transaction per change.
     /// Manifest mode only for now.
@@ -620,10 +628,28 @@ mod tests {
         assert_eq!(run.min_sync_period, Duration::from_millis(500));
         assert_eq!(run.sync_period, Duration::from_secs(120));
         assert!(run.once && run.skip_sysctls);
+        assert!(run.conntrack_cleanup, "on by default");
         assert_eq!(run.common.scheduler, Scheduler::Mh);
         let config = run.common.cluster_config();
         assert_eq!(config.apiservers, vec!["192.168.0.10:6443", "[fd00::10]:6443"]);
         assert_eq!(config.node_ips, vec!["192.0.2.10", "2001:db8::10"]);
+    }
+
+    #[test]
+    fn conntrack_cleanup_flag() {
+        let flag = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Run(run) => run.conntrack_cleanup,
+            _ => panic!("not run"),
+        };
+        assert!(flag(&["run"]));
+        assert!(flag(&["run", "--conntrack-cleanup"]));
+        assert!(flag(&["run", "--conntrack-cleanup=true"]));
+        assert!(!flag(&["run", "--conntrack-cleanup=false"]));
+        assert!(parse(&["run", "--conntrack-cleanup=maybe"]).is_err());
+        let mut cmd = Cli::command();
+        let help = cmd.find_subcommand_mut("run").unwrap().render_long_help().to_string();
+        assert!(help.contains("--conntrack-cleanup[=<BOOL>]"), "{help}");
+        assert!(help.contains("never a flush"), "{help}");
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //! back ([`Dataplane::observe`] for everything,
 //! [`Dataplane::observe_virtual_servers`] for a few virtual servers) and how
 //! it changes it ([`Dataplane::apply`]), in the core's own vocabulary
-//! ([`IpvsTable`], [`VirtualServer`], [`Operation`]). The Linux implementation talks IPVS generic netlink and
+//! ([`IpvsTable`], [`VirtualServer`], [`Operation`]), and the UDP
+//! conntrack cleanup after a sync ([`Dataplane::clean_udp_conntrack`]). The Linux implementation talks IPVS generic netlink and
 //! rtnetlink; the sync loop only sees this trait.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use svcnet_core::proxy::{IpvsTable, Operation, VirtualServer, VirtualServerKey};
+use svcnet_core::proxy::{IpvsTable, Operation, UdpFrontends, VirtualServer, VirtualServerKey};
 
 use crate::netlink::IpvsError;
 
@@ -32,6 +33,31 @@ pub trait Dataplane {
     /// Carries out `operations` in order, batching IPVS requests (many per
     /// `sendmsg`). A failed operation does not stop the others.
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport;
+
+    /// Deletes the stale UDP conntrack entries of `frontends` (see
+    /// `svcnet_core::proxy::conntrack`): dumps each family's UDP entries
+    /// and deletes those [`UdpFrontends::should_delete`] picks, one by one.
+    /// Failures are reported, never fatal: the IPVS programming stays.
+    async fn clean_udp_conntrack(&mut self, frontends: &UdpFrontends) -> ConntrackReport;
+}
+
+/// What [`Dataplane::clean_udp_conntrack`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ConntrackReport {
+    /// UDP entries dumped.
+    pub scanned: u64,
+    /// Entries that could not be read (skipped).
+    pub unreadable: u64,
+    /// Entries found stale.
+    pub stale: u64,
+    /// Stale entries deleted.
+    pub deleted: u64,
+    /// Stale entries gone before their delete (expired, or replaced).
+    pub gone: u64,
+    /// Failed dumps and deletes.
+    pub errors: u64,
+    /// The first failure, for the log.
+    pub first_error: Option<String>,
 }
 
 /// What [`Dataplane::apply`] did.

@@ -3,6 +3,8 @@
 //! - [`netlink`]: the IPVS generic-netlink family as pure data (no I/O).
 //! - [`nftables`]: nf_tables over nfnetlink as pure data: svcnet's table
 //!   `inet svcnet` as one transaction per change (no I/O).
+//! - [`conntrack`]: conntrack over ctnetlink as pure data: the filtered
+//!   UDP dump and the per-entry delete of the UDP cleanup (no I/O).
 //! - [`dataplane`]: the boundary between the sync loop and the kernel.
 //! - [`cli`]: the command line.
 //! - [`manifests`]: manifest files and directories, decoded with their origin.
@@ -31,6 +33,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod clock;
 pub mod cluster;
+pub mod conntrack;
 pub mod dataplane;
 pub mod http;
 pub mod kernel;

@@ -278,6 +278,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         host_ips,
         proxy: proxy_config(common, args.drain_timeout.as_secs()),
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
+        conntrack_cleanup: args.conntrack_cleanup,
     };
     let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
     let dataplane = run_dataplane(&args).await?;
@@ -405,6 +406,7 @@ async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure
         proxy: proxy_config(common, args.drain_timeout.as_secs()),
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
         plan_state_file,
+        conntrack_cleanup: args.conntrack_cleanup,
     };
     let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
     let dataplane = run_dataplane(args).await?;

@@ -5,8 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::dataplane::{ApplyReport, Dataplane, DataplaneError};
-use svcnet_core::proxy::{apply_operation, IpvsTable, Operation, VirtualServer, VirtualServerKey};
+use crate::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
+use svcnet_core::family::IpFamily;
+use svcnet_core::proxy::{
+    apply_operation, ConntrackEntry, IpvsTable, Operation, UdpFrontends, VirtualServer, VirtualServerKey,
+};
 
 /// A simulated kernel table.
 #[derive(Debug, Default)]
@@ -26,6 +29,12 @@ pub struct MemoryDataplane {
     pub fail_operations: bool,
     /// Set when cleanup removed the `kube-ipvs0` link.
     pub link_removed: bool,
+    /// The simulated conntrack table.
+    pub conntrack: Vec<ConntrackEntry>,
+    /// How many conntrack cleanups ran (failed ones included).
+    pub conntrack_cleanups: usize,
+    /// Fail every conntrack dump while set.
+    pub fail_conntrack: bool,
 }
 
 fn injected(what: &str) -> DataplaneError {
@@ -68,6 +77,31 @@ impl Dataplane for MemoryDataplane {
                 Err(e) => report.failed.push((op.clone(), e)),
             }
         }
+        report
+    }
+
+    async fn clean_udp_conntrack(&mut self, frontends: &UdpFrontends) -> ConntrackReport {
+        self.conntrack_cleanups += 1;
+        if self.fail_conntrack {
+            return ConntrackReport {
+                errors: 1,
+                first_error: Some("injected failure: conntrack dump".into()),
+                ..ConntrackReport::default()
+            };
+        }
+        let families = frontends.families();
+        let mut report = ConntrackReport::default();
+        self.conntrack.retain(|entry| {
+            // The dump is per family and UDP only.
+            if entry.protocol != 17 || !families.contains(&IpFamily::of(entry.orig_dst.ip())) {
+                return true;
+            }
+            report.scanned += 1;
+            let stale = frontends.should_delete(entry);
+            report.stale += u64::from(stale);
+            report.deleted += u64::from(stale);
+            !stale
+        });
         report
     }
 }

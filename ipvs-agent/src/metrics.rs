@@ -56,6 +56,8 @@ pub struct Metrics {
     netlink_errors: AtomicU64,
     manifest_errors: AtomicU64,
     api_errors: AtomicU64,
+    conntrack_deleted: AtomicU64,
+    conntrack_errors: AtomicU64,
     /// Unix milliseconds of the last sync with no failure (0: none yet).
     last_success_ms: AtomicU64,
     virtual_servers: AtomicU64,
@@ -134,6 +136,16 @@ impl Metrics {
     /// Records a failed list or watch of the apiserver (API mode).
     pub fn record_api_error(&self) {
         self.api_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records UDP conntrack entries deleted by the cleanup after a sync.
+    pub fn record_conntrack_deleted(&self, entries: u64) {
+        self.conntrack_deleted.fetch_add(entries, Ordering::Relaxed);
+    }
+
+    /// Records a failed conntrack dump or delete (the sync is not undone).
+    pub fn record_conntrack_errors(&self, errors: u64) {
+        self.conntrack_errors.fetch_add(errors, Ordering::Relaxed);
     }
 
     /// Records the table size after a sync.
@@ -220,6 +232,18 @@ impl Metrics {
             "Failed lists and watches of the apiserver in API mode (each retried with backoff; the programmed state stays).",
             &plain(get(&self.api_errors)),
         );
+        metric(
+            "svcnet_conntrack_entries_deleted_total",
+            "counter",
+            "Stale UDP conntrack entries deleted after syncs: sent to a Service frontend, answered by no endpoint it has now.",
+            &plain(get(&self.conntrack_deleted)),
+        );
+        metric(
+            "svcnet_conntrack_cleanup_errors_total",
+            "counter",
+            "Failed conntrack dumps and deletes of the UDP cleanup (the sync stays; the cleanup is tried again after the next sync).",
+            &plain(get(&self.conntrack_errors)),
+        );
         let last = get(&self.last_success_ms) as f64 / 1000.0;
         metric(
             "ipvs_agent_last_successful_sync_timestamp_seconds",
@@ -267,6 +291,8 @@ mod tests {
         m.record_sync(true, Duration::from_millis(3), &[&bind, &bind], &[&unbind], None);
         m.record_sync(false, Duration::from_millis(30), &[], &[], Some(at));
         m.record_netlink_error();
+        m.record_conntrack_deleted(3);
+        m.record_conntrack_errors(1);
         let text = m.render();
         for line in [
             "# TYPE ipvs_agent_sync_duration_seconds histogram",
@@ -278,6 +304,8 @@ mod tests {
             "ipvs_agent_operations_total{kind=\"bind_address\"} 2",
             "ipvs_agent_operation_failures_total{kind=\"unbind_address\"} 1",
             "ipvs_agent_netlink_errors_total 2",
+            "svcnet_conntrack_entries_deleted_total 3",
+            "svcnet_conntrack_cleanup_errors_total 1",
             "ipvs_agent_last_successful_sync_timestamp_seconds 1700000000",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");

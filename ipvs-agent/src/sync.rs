@@ -4,8 +4,17 @@
 //! in-memory table in tests. It carries out the machine's actions, feeds
 //! back the answers, records metrics and logs; all decisions are the
 //! core's (see `svcnet_core::proxy::sync_loop` for what they are).
+//!
+//! After a sync in which the kernel was read and every operation
+//! succeeded, if the UDP frontends or their endpoints changed since the
+//! last cleanup (the first sync counts as a change), it cleans the stale
+//! UDP conntrack entries (`svcnet_core::proxy::conntrack`, kube-proxy
+//! 1.32+'s cleanup) through [`Dataplane::clean_udp_conntrack`]. A failed
+//! cleanup is logged and counted, never undoes the sync, and is tried
+//! again after the next successful one. When it is due is the core's
+//! decision too (`svcnet_core::proxy::CleanupSchedule`).
 
-use crate::dataplane::Dataplane;
+use crate::dataplane::{ConntrackReport, Dataplane};
 use crate::kube_proxy_metrics::wall_now;
 use crate::metrics::{Metrics, TableSize};
 use std::collections::BTreeSet;
@@ -15,7 +24,7 @@ use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::family::IpFamily;
 use svcnet_core::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine};
 use svcnet_core::proxy::watch_cache::WatchCache;
-use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig, ProxyWarning};
+use svcnet_core::proxy::{CleanupSchedule, NodeInfo, PlanState, ProxyConfig, ProxyWarning};
 use svcnet_core::time::Time;
 
 pub use svcnet_core::proxy::sync_loop::SyncSettings;
@@ -37,6 +46,8 @@ pub struct SyncReport {
     /// claimed virtual servers) changed in this sync, so a saved copy is
     /// out of date.
     pub plan_state_changed: bool,
+    /// The UDP conntrack cleanup that followed the sync, if one ran.
+    pub conntrack: Option<ConntrackReport>,
 }
 
 impl SyncReport {
@@ -51,6 +62,13 @@ pub struct SyncLoop<D> {
     dataplane: D,
     machine: SyncMachine,
     metrics: Arc<Metrics>,
+    /// Whether to clean stale UDP conntrack entries after syncs
+    /// (`--conntrack-cleanup`, on by default).
+    conntrack_cleanup: bool,
+    /// When the cleanup is due (the core decides).
+    conntrack_schedule: CleanupSchedule,
+    /// The last cleanup error logged, so a lasting one is logged once.
+    conntrack_last_error: Option<String>,
 }
 
 impl<D: Dataplane> SyncLoop<D> {
@@ -68,7 +86,16 @@ impl<D: Dataplane> SyncLoop<D> {
             dataplane,
             machine: SyncMachine::new(proxy, node, settings),
             metrics,
+            conntrack_cleanup: true,
+            conntrack_schedule: CleanupSchedule::new(),
+            conntrack_last_error: None,
         }
+    }
+
+    /// Turns the UDP conntrack cleanup after syncs on or off (on by
+    /// default).
+    pub fn set_conntrack_cleanup(&mut self, enabled: bool) {
+        self.conntrack_cleanup = enabled;
     }
 
     /// The desired table.
@@ -165,7 +192,12 @@ impl<D: Dataplane> SyncLoop<D> {
     async fn drive(&mut self, now: Time, started: Instant) -> SyncReport {
         loop {
             if let Some(report) = self.machine.poll_report() {
-                return self.record(report, started.elapsed());
+                let succeeded = report.succeeded();
+                let mut report = self.record(report, started.elapsed());
+                if succeeded {
+                    report.conntrack = self.clean_conntrack().await;
+                }
+                return report;
             }
             let Some(action) = self.machine.poll_action() else {
                 // Unreachable while a sync is under way: the machine always
@@ -239,7 +271,61 @@ impl<D: Dataplane> SyncLoop<D> {
             read_error: report.read_error,
             duration,
             plan_state_changed: report.plan_state_changed,
+            conntrack: None,
         }
+    }
+
+    /// After a successful sync: the UDP conntrack cleanup, when it is on
+    /// and the UDP frontends changed since the last one that succeeded.
+    async fn clean_conntrack(&mut self) -> Option<ConntrackReport> {
+        if !self.conntrack_cleanup {
+            return None;
+        }
+        let due = self.conntrack_schedule.after_sync(self.machine.desired())?;
+        let changed = due.changed;
+        let started = Instant::now();
+        let report = self.dataplane.clean_udp_conntrack(&due.frontends).await;
+        self.conntrack_schedule.finished(due, report.first_error.is_none());
+        self.metrics.record_conntrack_deleted(report.deleted);
+        self.metrics.record_conntrack_errors(report.errors);
+        let duration_ms = started.elapsed().as_millis() as u64;
+        match &report.first_error {
+            None => {
+                self.conntrack_last_error = None;
+                if report.stale > 0 {
+                    tracing::info!(
+                        changed_frontends = changed,
+                        scanned = report.scanned,
+                        deleted = report.deleted,
+                        already_gone = report.gone,
+                        duration_ms,
+                        "stale UDP conntrack entries deleted"
+                    );
+                } else {
+                    tracing::debug!(
+                        changed_frontends = changed,
+                        scanned = report.scanned,
+                        duration_ms,
+                        "no stale UDP conntrack entry"
+                    );
+                }
+            }
+            Some(error) => {
+                let message = error.clone();
+                if self.conntrack_last_error.as_ref() != Some(&message) {
+                    tracing::warn!(
+                        error = %message,
+                        errors = report.errors,
+                        deleted = report.deleted,
+                        "UDP conntrack cleanup incomplete; IPVS stays programmed, the cleanup is tried again after the next sync"
+                    );
+                } else {
+                    tracing::debug!(error = %message, errors = report.errors, "UDP conntrack cleanup incomplete again");
+                }
+                self.conntrack_last_error = Some(message);
+            }
+        }
+        Some(report)
     }
 
     /// A sync that asked for nothing and reported nothing (a broken
@@ -253,6 +339,7 @@ impl<D: Dataplane> SyncLoop<D> {
             read_error: Some("sync machine stalled".into()),
             duration,
             plan_state_changed: false,
+            conntrack: None,
         }
     }
 }

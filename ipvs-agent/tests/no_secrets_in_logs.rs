@@ -16,7 +16,7 @@
 
 use futures_util::StreamExt;
 use ipvs_agent::api_agent::{ApiAgent, ApiSettings};
-use ipvs_agent::dataplane::{ApplyReport, Dataplane, DataplaneError};
+use ipvs_agent::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use ipvs_agent::kubeapi::watch::WatchUpdate;
 use ipvs_agent::kubeapi::{self, list, watch, ApiSource};
 use ipvs_agent::metrics::Metrics;
@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use svcnet_core::proxy::{IpvsTable, Operation, PlanState, ProxyConfig, VirtualServer, VirtualServerKey};
+use svcnet_core::proxy::{IpvsTable, Operation, PlanState, ProxyConfig, UdpFrontends, VirtualServer, VirtualServerKey};
 use svcnet_core::time::Time;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing_subscriber::fmt::format::FmtSpan;
@@ -55,6 +55,10 @@ impl Dataplane for NoKernel {
             applied: operations.len(),
             failed: Vec::new(),
         }
+    }
+
+    async fn clean_udp_conntrack(&mut self, _frontends: &UdpFrontends) -> ConntrackReport {
+        ConntrackReport::default()
     }
 }
 
@@ -210,6 +214,7 @@ async fn api_mode(kubeconfig: PathBuf) -> Vec<String> {
         proxy: ProxyConfig::default(),
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
         plan_state_file: None,
+        conntrack_cleanup: true,
     };
     let metrics = Arc::new(Metrics::new(Duration::from_secs(60)));
     let mut agent = ApiAgent::new(settings, PlanState::default(), NoKernel, metrics);

@@ -3,7 +3,7 @@
 //! subscriber set by one test is not reliably seen while other tests log
 //! from the same callsites on other threads.
 
-use ipvs_agent::dataplane::{ApplyReport, Dataplane, DataplaneError};
+use ipvs_agent::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::sync::{SyncLoop, SyncSettings};
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,6 +42,10 @@ impl Dataplane for TableDataplane {
             }
         }
         report
+    }
+
+    async fn clean_udp_conntrack(&mut self, _frontends: &svcnet_core::proxy::UdpFrontends) -> ConntrackReport {
+        ConntrackReport::default()
     }
 }
 

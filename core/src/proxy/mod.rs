@@ -25,6 +25,8 @@
 //!   iptables and ipsets, as one nftables table computed from the same
 //!   inputs, rendered as `nft` text.
 //! - [`health`]: kube-proxy's `/healthz` and `/livez` verdicts and bodies.
+//! - [`conntrack`]: which UDP conntrack entries are stale after a sync
+//!   (kube-proxy 1.32+'s cleanup), from the desired table.
 //! - [`sync_loop`]: the sync loop as a state machine: when to read the
 //!   kernel, plan, apply and retry, with time passed in.
 //! - [`watch_cache`]: what kube-proxy's informers hold in API mode, and
@@ -33,6 +35,7 @@
 
 pub mod apply;
 pub mod categorize;
+pub mod conntrack;
 pub mod desired;
 pub mod error;
 pub mod go_duration;
@@ -55,6 +58,7 @@ pub mod watch_cache;
 
 pub use apply::{apply_operation, apply_plan};
 pub use categorize::{categorize, port_endpoints, Categorized, ClusterRule, EndpointInfo, LocalRule};
+pub use conntrack::{CleanupDue, CleanupSchedule, ConntrackEntry, UdpFrontends};
 pub use desired::{desired_table, service_fragment, slices_by_service, Desired, ProxyConfig, ServiceFragment};
 pub use error::{ApplyError, ProxyError, ProxyWarning};
 pub use index::{Changes, DesiredIndex};

@@ -19,6 +19,7 @@ fn settings() -> AgentSettings {
         host_ips: vec!["198.51.100.1".parse().unwrap()],
         proxy: ProxyConfig::default(),
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
+        conntrack_cleanup: true,
     }
 }
 

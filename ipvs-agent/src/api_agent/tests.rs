@@ -28,6 +28,7 @@ fn agent(dataplane: MemoryDataplane) -> ApiAgent<MemoryDataplane> {
         proxy: ProxyConfig::default(),
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
         plan_state_file: None,
+        conntrack_cleanup: true,
     };
     ApiAgent::new(settings, PlanState::default(), dataplane, Arc::new(Metrics::default()))
 }
@@ -224,4 +225,49 @@ async fn a_relist_after_410_removes_only_what_it_did_not_list() {
         .keys()
         .all(|k| k.address.to_string() != "10.96.0.20"));
     assert_eq!(&dp.table, agent.sync_loop().desired());
+}
+
+/// API mode: after the first lists, a UDP Service's stale entry is cleaned
+/// by the first sync; with `conntrack_cleanup: false`, conntrack is never
+/// touched.
+#[tokio::test]
+async fn api_mode_cleans_stale_udp_entries_unless_turned_off() {
+    let mut cp = cluster();
+    let dns = "apiVersion: v1\nkind: Service\nmetadata: {name: dns}\nspec: {clusterIP: 10.96.0.10, selector: {app: web}, ports: [{port: 53, protocol: UDP, targetPort: 5353}]}\n";
+    for r in cp.apply_manifest(dns).unwrap() {
+        r.unwrap();
+    }
+    let stale = svcnet_core::proxy::ConntrackEntry {
+        protocol: 17,
+        orig_src: "10.244.2.3:40000".parse().unwrap(),
+        orig_dst: "10.96.0.10:53".parse().unwrap(),
+        reply_src: "10.244.1.99:5353".parse().unwrap(),
+    };
+    for enabled in [true, false] {
+        let settings = ApiSettings {
+            node_name: "node-a".into(),
+            node_ips: Vec::new(),
+            host_ips: Vec::new(),
+            proxy: ProxyConfig::default(),
+            sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
+            plan_state_file: None,
+            conntrack_cleanup: enabled,
+        };
+        let dataplane = MemoryDataplane {
+            conntrack: vec![stale],
+            ..MemoryDataplane::default()
+        };
+        let mut agent = ApiAgent::new(settings, PlanState::default(), dataplane, Arc::new(Metrics::default()));
+        first_lists(&mut agent, &cp, &ALL);
+        let reports = agent.step(at(0)).await;
+        assert!(!reports.is_empty() && reports.iter().all(SyncReport::succeeded));
+        let dp = agent.sync_loop().dataplane();
+        if enabled {
+            assert!(dp.conntrack.is_empty(), "the stale entry is deleted");
+            assert_eq!(dp.conntrack_cleanups, 1);
+        } else {
+            assert_eq!(dp.conntrack, [stale]);
+            assert_eq!(dp.conntrack_cleanups, 0);
+        }
+    }
 }

@@ -20,14 +20,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::SocketAddr;
 
-use svcnet_core::proxy::{IpvsTable, Operation, RealServer, VirtualServer, VirtualServerKey};
+use svcnet_core::proxy::{IpvsTable, Operation, RealServer, UdpFrontends, VirtualServer, VirtualServerKey};
 
 use super::addresses::{AddressChange, AddressSocket};
+use super::conntrack::ConntrackSocket;
 use super::convert::{self, Unrepresentable};
 use super::error::{GenlError, LinkError};
 use super::genl::{IpvsSocket, SocketStats};
 use super::link::{KubeIpvs0, KUBE_IPVS0};
-use crate::dataplane::{ApplyReport, Dataplane, DataplaneError};
+use crate::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use crate::netlink::DestEntry;
 
 /// Counters for metrics, cumulative since the dataplane was opened.
@@ -58,6 +59,9 @@ pub struct LinuxDataplane {
     ipvs: IpvsSocket,
     link: KubeIpvs0,
     addresses: AddressSocket,
+    /// The ctnetlink socket of the UDP conntrack cleanup, opened at its
+    /// first use (so an agent with the cleanup off never opens it).
+    conntrack: Option<ConntrackSocket>,
     counters: Counters,
 }
 
@@ -77,6 +81,7 @@ impl LinuxDataplane {
             ipvs: IpvsSocket::open()?,
             link: KubeIpvs0::connect(link)?,
             addresses: AddressSocket::open(link)?,
+            conntrack: None,
             counters: Counters::default(),
         })
     }
@@ -337,6 +342,28 @@ impl Dataplane for LinuxDataplane {
                 Run::Ipvs(operations) => self.apply_ipvs(operations, &mut report),
             }
         }
+        report
+    }
+
+    async fn clean_udp_conntrack(&mut self, frontends: &UdpFrontends) -> ConntrackReport {
+        if self.conntrack.is_none() {
+            match ConntrackSocket::open() {
+                Ok(socket) => self.conntrack = Some(socket),
+                Err(error) => {
+                    self.counters.netlink_errors += 1;
+                    return ConntrackReport {
+                        errors: 1,
+                        first_error: Some(error.to_string()),
+                        ..ConntrackReport::default()
+                    };
+                }
+            }
+        }
+        let Some(socket) = self.conntrack.as_mut() else {
+            return ConntrackReport::default();
+        };
+        let report = socket.clean_udp(frontends);
+        self.counters.netlink_errors += report.errors;
         report
     }
 }

@@ -11,6 +11,8 @@
 //!   per `sendmsg` ([`AddressSocket`]).
 //! - [`nft`]: nf_tables transactions ([`nft::NftSocket`]) and the applier
 //!   that keeps table `inet svcnet` as desired ([`nft::NftApplier`]).
+//! - [`conntrack`]: ctnetlink ([`conntrack::ConntrackSocket`]): the
+//!   filtered UDP dump and per-entry deletes of the cleanup after a sync.
 //! - [`sysctl`]: the sysctls kube-proxy's IPVS mode sets.
 //! - [`linux`]: [`LinuxDataplane`], the [`crate::dataplane::Dataplane`]
 //!   built from the above, with counters for metrics.
@@ -18,6 +20,7 @@
 //!   the link ([`LinkError`]).
 
 pub mod addresses;
+pub mod conntrack;
 pub mod convert;
 pub mod error;
 pub mod family;

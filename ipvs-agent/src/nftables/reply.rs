@@ -56,7 +56,7 @@ pub fn parse_answers(buf: &[u8]) -> Result<Vec<Answer>, NftWireError> {
 
 /// The text of an extended ACK: its attributes follow the echoed request
 /// (only its header when the ACK is capped).
-fn extended_ack(flags: u16, echoed: &[u8]) -> Option<String> {
+pub(crate) fn extended_ack(flags: u16, echoed: &[u8]) -> Option<String> {
     if flags & NLM_F_ACK_TLVS == 0 {
         return None;
     }

@@ -455,3 +455,126 @@ async fn a_restored_plan_state_keeps_only_what_the_kernel_still_has() {
     assert!(again.plan_state().claimed.is_empty());
     assert!(report.plan_state_changed, "the pruned state is saved");
 }
+
+mod conntrack {
+    use super::*;
+    use svcnet_core::proxy::ConntrackEntry;
+
+    const DNS: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: dns}\nspec: {type: NodePort, clusterIP: 10.96.0.10, selector: {app: dns}, ports: [{port: 53, protocol: UDP, targetPort: 5353, nodePort: 30053}]}\n";
+
+    fn dns_pod(name: &str, ip: &str) -> String {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {{app: dns}}}}\nspec: {{nodeName: node-a}}\nstatus: {{phase: Running, podIPs: [{{ip: {ip}}}], conditions: [{{type: Ready, status: \"True\"}}]}}\n")
+    }
+
+    fn apply(cp: &mut ControlPlane, text: &str) {
+        for r in cp.apply_manifest(text).unwrap() {
+            r.unwrap();
+        }
+    }
+
+    fn entry(protocol: u8, orig_src: &str, orig_dst: &str, reply_src: &str) -> ConntrackEntry {
+        ConntrackEntry {
+            protocol,
+            orig_src: orig_src.parse().unwrap(),
+            orig_dst: orig_dst.parse().unwrap(),
+            reply_src: reply_src.parse().unwrap(),
+        }
+    }
+
+    fn dns_cluster() -> ControlPlane {
+        let mut cp = cluster();
+        apply(&mut cp, DNS);
+        cp
+    }
+
+    #[tokio::test]
+    async fn black_holed_then_stale_entries_are_deleted_after_the_syncs_that_change_udp() {
+        let mut cp = dns_cluster();
+        let black_holed = entry(17, "10.244.2.3:40000", "10.96.0.10:53", "10.96.0.10:53");
+        let tcp = entry(6, "10.244.2.3:40001", "10.96.0.20:80", "10.244.1.99:8080");
+        let elsewhere = entry(17, "10.244.2.3:40002", "8.8.8.8:53", "8.8.8.8:53");
+        let dp = MemoryDataplane {
+            conntrack: vec![black_holed, tcp, elsewhere],
+            ..MemoryDataplane::default()
+        };
+        let mut sync = new_loop(dp, &cp);
+
+        // No endpoint yet: nothing can be stale, no dump.
+        let report = sync.tick(T0).await.unwrap();
+        assert!(report.succeeded() && report.conntrack.is_none());
+        assert_eq!(sync.dataplane().conntrack_cleanups, 0);
+
+        // The first endpoint: the black-holed entry goes.
+        apply(&mut cp, &dns_pod("dns-1", "10.244.1.21"));
+        update(&mut sync, &cp, "default/dns");
+        let report = sync.tick(at(1)).await.unwrap();
+        let cleanup = report.conntrack.expect("a cleanup ran");
+        assert_eq!(
+            (cleanup.scanned, cleanup.deleted),
+            (2, 1),
+            "both UDP entries dumped, one stale"
+        );
+        assert_eq!(sync.dataplane().conntrack, [tcp, elsewhere]);
+
+        // Flows to dns-1 through the ClusterIP and the NodePort; then dns-1
+        // is replaced by dns-2.
+        let via_cluster_ip = entry(17, "10.244.2.3:40003", "10.96.0.10:53", "10.244.1.21:5353");
+        let via_node_port = entry(17, "198.51.100.7:5000", "192.168.0.10:30053", "10.244.1.21:5353");
+        sync.dataplane_mut().conntrack.extend([via_cluster_ip, via_node_port]);
+        // Nothing changed: no cleanup at the next full sync.
+        let report = sync.tick(at(40)).await.unwrap();
+        assert!(report.full && report.conntrack.is_none());
+        assert_eq!(sync.dataplane().conntrack_cleanups, 1);
+
+        cp.delete_pod("default", "dns-1").unwrap();
+        apply(&mut cp, &dns_pod("dns-2", "10.244.1.22"));
+        update(&mut sync, &cp, "default/dns");
+        let report = sync.tick(at(42)).await.unwrap();
+        assert_eq!(report.conntrack.expect("a cleanup ran").deleted, 2);
+        assert_eq!(sync.dataplane().conntrack, [tcp, elsewhere]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_cleanup_is_tried_again_and_never_undoes_the_sync() {
+        let mut cp = dns_cluster();
+        apply(&mut cp, &dns_pod("dns-1", "10.244.1.21"));
+        let stale = entry(17, "10.244.2.3:40000", "10.96.0.10:53", "10.244.1.20:5353");
+        let dp = MemoryDataplane {
+            conntrack: vec![stale],
+            fail_conntrack: true,
+            ..MemoryDataplane::default()
+        };
+        let mut sync = new_loop(dp, &cp);
+        let report = sync.tick(T0).await.unwrap();
+        assert!(report.succeeded(), "the IPVS sync stands");
+        assert_eq!(report.conntrack.expect("tried").errors, 1);
+        assert_eq!(&sync.dataplane().table, sync.desired());
+
+        // The next sync, with nothing changed, tries again.
+        sync.dataplane_mut().fail_conntrack = false;
+        let report = sync.tick(at(40)).await.unwrap();
+        assert_eq!(report.conntrack.expect("tried again").deleted, 1);
+        assert!(sync.dataplane().conntrack.is_empty());
+        assert_eq!(sync.dataplane().conntrack_cleanups, 2);
+        let text = sync.metrics.render();
+        assert!(text.contains("svcnet_conntrack_entries_deleted_total 1"), "{text}");
+        assert!(text.contains("svcnet_conntrack_cleanup_errors_total 1"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_cleanup_can_be_turned_off() {
+        let mut cp = dns_cluster();
+        apply(&mut cp, &dns_pod("dns-1", "10.244.1.21"));
+        let stale = entry(17, "10.244.2.3:40000", "10.96.0.10:53", "10.244.1.20:5353");
+        let dp = MemoryDataplane {
+            conntrack: vec![stale],
+            ..MemoryDataplane::default()
+        };
+        let mut sync = new_loop(dp, &cp);
+        sync.set_conntrack_cleanup(false);
+        let report = sync.tick(T0).await.unwrap();
+        assert!(report.succeeded() && report.conntrack.is_none());
+        assert_eq!(sync.dataplane().conntrack, [stale]);
+        assert_eq!(sync.dataplane().conntrack_cleanups, 0);
+    }
+}
