@@ -115,7 +115,7 @@ impl Cluster {
         };
         console::walk::walk(&self.cp, &request)
             .map(|w| to_js(&json(&w)))
-            .map_err(|e| error(&e))
+            .map_err(|e| error(&e.to_string()))
     }
 
     /// The words Tab completes in the console: commands, kinds, flags and

@@ -18,7 +18,7 @@ use crate::api::{EndpointSlice, Service};
 use crate::controlplane::ControlPlane;
 use crate::proxy::nftables::desired_ruleset;
 use crate::proxy::nftables::render::rule_text;
-use crate::proxy::{IpvsTable, NodeInfo, Protocol, VirtualServerKey};
+use crate::proxy::{IpvsTable, NodeInfo, Protocol, ProxyError, VirtualServerKey};
 use crate::scheduler::pod_cidrs;
 use ipnetwork::IpNetwork;
 use serde::Serialize;
@@ -184,6 +184,26 @@ pub struct Walk {
     pub hops: Vec<Hop>,
 }
 
+/// Why a walk cannot be drawn at all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WalkError {
+    /// The cluster has no Node to walk on.
+    #[error("this cluster has no node")]
+    NoNode,
+    /// The node cannot be read as kube-proxy reads it.
+    #[error("{0}")]
+    Proxy(#[from] ProxyError),
+    /// No Service of that `namespace/name`.
+    #[error("service {0:?} not found")]
+    NoService(String),
+    /// A headless or ExternalName Service: nothing to connect to.
+    #[error("service {0:?} has no ClusterIP to walk to")]
+    NoClusterIp(String),
+    /// A Service without ports.
+    #[error("service {0:?} has no port")]
+    NoPort(String),
+}
+
 /// What to walk.
 pub struct WalkRequest<'a> {
     /// The Service, `namespace/name`.
@@ -198,22 +218,22 @@ pub struct WalkRequest<'a> {
 }
 
 /// The walk of `request` on the cluster's first node.
-pub fn walk(cp: &ControlPlane, request: &WalkRequest) -> Result<Walk, String> {
-    let node = cp.nodes().next().ok_or("this cluster has no node")?;
-    let info = cp.node_info(&node.metadata.name).map_err(|e| e.to_string())?;
+pub fn walk(cp: &ControlPlane, request: &WalkRequest) -> Result<Walk, WalkError> {
+    let node = cp.nodes().next().ok_or(WalkError::NoNode)?;
+    let info = cp.node_info(&node.metadata.name)?;
     let svc = (cp.services())
         .find(|s| s.key() == request.service)
-        .ok_or_else(|| format!("service {:?} not found", request.service))?;
-    let cluster_ip: IpAddr = (svc.spec.cluster_ip.parse())
-        .map_err(|_| format!("service {:?} has no ClusterIP to walk to", request.service))?;
+        .ok_or_else(|| WalkError::NoService(request.service.to_string()))?;
+    let cluster_ip: IpAddr =
+        (svc.spec.cluster_ip.parse()).map_err(|_| WalkError::NoClusterIp(request.service.to_string()))?;
     let ports = walk_ports(svc);
     let port = (ports.iter())
         .find(|p| Some(p.port) == request.port)
         .or(ports.first())
         .cloned()
-        .ok_or_else(|| format!("service {:?} has no port", request.service))?;
+        .ok_or_else(|| WalkError::NoPort(request.service.to_string()))?;
     let protocol = Protocol::parse(port.protocol).unwrap_or(Protocol::Tcp);
-    let table = cp.node_ipvs_table(&node.metadata.name).map_err(|e| e.to_string())?;
+    let table = cp.node_ipvs_table(&node.metadata.name)?;
     let family_net = pod_cidrs(node)
         .into_iter()
         .find(|n| n.is_ipv4() == cluster_ip.is_ipv4());
@@ -593,6 +613,9 @@ mod tests {
             service: "default/nope",
             ..request(ClientKind::Pod, None)
         };
-        assert_eq!(walk(&cp, &missing).unwrap_err(), "service \"default/nope\" not found");
+        assert_eq!(
+            walk(&cp, &missing).unwrap_err().to_string(),
+            "service \"default/nope\" not found"
+        );
     }
 }
