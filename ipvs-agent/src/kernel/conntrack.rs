@@ -14,13 +14,13 @@
 use std::collections::HashSet;
 use std::io;
 
-use netlink_sys::protocols::NETLINK_NETFILTER;
-use netlink_sys::{Socket, SocketAddr};
+use netlink_sys::Socket;
 use svcnet_core::family::IpFamily;
 use svcnet_core::proxy::UdpFrontends;
 use thiserror::Error;
 
-use super::genl::{grow_receive_buffer, READ_SIZE};
+use super::genl::READ_SIZE;
+use super::nft::open_netfilter_socket;
 use crate::conntrack::constants::IPPROTO_UDP;
 use crate::conntrack::error::{EINVAL, ENOENT, EOPNOTSUPP};
 use crate::conntrack::{frame, parse_replies, CtEntry, CtOperation, CtRefusal, CtRequest, CtWireError, ReplyBody};
@@ -85,17 +85,7 @@ pub struct ConntrackSocket {
 impl ConntrackSocket {
     /// Open the socket, with capped and extended ACKs.
     pub fn open() -> Result<Self, ConntrackError> {
-        let mut socket = Socket::new(NETLINK_NETFILTER)?;
-        socket.bind_auto()?;
-        socket.connect(&SocketAddr::new(0, 0))?;
-        if let Err(error) = socket.set_cap_ack(true) {
-            log::debug!("NETLINK_CAP_ACK: {error}");
-        }
-        if let Err(error) = socket.set_ext_ack(true) {
-            log::debug!("NETLINK_EXT_ACK: {error}");
-        }
-        grow_receive_buffer(&socket);
-        socket.set_non_blocking(true)?;
+        let socket = open_netfilter_socket()?;
         Ok(Self {
             socket,
             next_seq: 1,

@@ -65,20 +65,28 @@ pub struct NftSocket {
     send_buffer: usize,
 }
 
+/// A non-blocking `NETLINK_NETFILTER` socket, bound and connected to the
+/// kernel, with capped and extended ACKs where the kernel has them and the
+/// receive buffer grown: what nf_tables and ctnetlink both speak over.
+pub(super) fn open_netfilter_socket() -> io::Result<Socket> {
+    let mut socket = Socket::new(NETLINK_NETFILTER)?;
+    socket.bind_auto()?;
+    socket.connect(&SocketAddr::new(0, 0))?;
+    if let Err(error) = socket.set_cap_ack(true) {
+        log::debug!("NETLINK_CAP_ACK: {error}");
+    }
+    if let Err(error) = socket.set_ext_ack(true) {
+        log::debug!("NETLINK_EXT_ACK: {error}");
+    }
+    grow_receive_buffer(&socket);
+    socket.set_non_blocking(true)?;
+    Ok(socket)
+}
+
 impl NftSocket {
     /// Open the socket, with extended ACKs (the kernel's reason in text).
     pub fn open() -> Result<Self, NftError> {
-        let mut socket = Socket::new(NETLINK_NETFILTER)?;
-        socket.bind_auto()?;
-        socket.connect(&SocketAddr::new(0, 0))?;
-        if let Err(error) = socket.set_cap_ack(true) {
-            log::debug!("NETLINK_CAP_ACK: {error}");
-        }
-        if let Err(error) = socket.set_ext_ack(true) {
-            log::debug!("NETLINK_EXT_ACK: {error}");
-        }
-        grow_receive_buffer(&socket);
-        socket.set_non_blocking(true)?;
+        let socket = open_netfilter_socket()?;
         Ok(Self {
             socket,
             next_seq: 1,
