@@ -31,7 +31,8 @@ out="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# strace's dump of each syscall's buffers, as tests/vm/nft-capture.sh reads it.
+# strace's dump of each syscall's buffers, as strace_to_hex in tests/vm/lib.sh reads it
+# (that file sets up the guest when sourced, so the host keeps this copy).
 strace_to_hex() {
     awk '
         function flush() { if (hex != "") print dir, hex; hex = "" }

@@ -26,28 +26,6 @@ CASES=/vm/ipvsadm-cases
 OUT=/tmp/captures
 NS=capture
 
-# strace's dump of one syscall's data looks like
-#    | 00000  30 00 00 00 12 00 01 00  f1 d2 04 6b 00 00 00 00  0..........k.... |
-# (offset, 16 bytes in two groups, ASCII). Peeks (MSG_PEEK) are left out: the
-# same bytes come again in the read that follows.
-strace_to_hex() {
-    awk '
-        function flush() { if (hex != "") print dir, hex; hex = "" }
-        /^(sendmsg|sendto|recvmsg|recvfrom)\(/ {
-            flush()
-            dir = ($0 ~ /^send/) ? ">" : "<"
-            keep = ($0 !~ /MSG_PEEK/)
-            next
-        }
-        /^ \| [0-9a-f]+  / {
-            if (keep) { s = substr($0, 11, 48); gsub(/ /, "", s); hex = hex s }
-            next
-        }
-        /^[a-z_0-9]+\(/ { flush() }
-        END { flush() }
-    ' "$1"
-}
-
 # A namespace of its own: an empty IPVS table, and routes to everything so
 # the kernel accepts NAT real servers.
 namespace() {

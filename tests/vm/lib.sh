@@ -769,3 +769,28 @@ vm_no_secrets_in_logs() {
         vm_pass "$name" "$count strings from $kc, none in $*"
     fi
 }
+
+# strace's dump (-e write=all -e read=all) of one syscall's data looks like
+#    | 00000  30 00 00 00 12 00 01 00  f1 d2 04 6b 00 00 00 00  0..........k.... |
+# (offset, 16 bytes in two groups, ASCII). Prints one line per syscall: `>`
+# (sent) or `<` (received), then its bytes in hex; every buffer of a
+# sendmsg is appended (nft sends a batch as several iovecs). Peeks
+# (MSG_PEEK) are left out: the same bytes come again in the read that
+# follows. Used by ipvsadm-capture.sh and nft-capture.sh.
+strace_to_hex() {
+    awk '
+        function flush() { if (hex != "") print dir, hex; hex = "" }
+        /^(sendmsg|sendto|recvmsg|recvfrom)\(/ {
+            flush()
+            dir = ($0 ~ /^send/) ? ">" : "<"
+            keep = ($0 !~ /MSG_PEEK/)
+            next
+        }
+        /^ \| [0-9a-f]+  / {
+            if (keep) { s = substr($0, 11, 48); gsub(/ /, "", s); hex = hex s }
+            next
+        }
+        /^[a-z_0-9]+\(/ { flush() }
+        END { flush() }
+    ' "$1"
+}

@@ -27,26 +27,6 @@ CASES=/vm/nft-cases
 OUT=/tmp/captures
 NS=capture
 
-# strace's dump of one syscall's data, as in ipvsadm-capture.sh: each
-# buffer of a sendmsg (nft sends a batch as several iovecs) is appended.
-strace_to_hex() {
-    awk '
-        function flush() { if (hex != "") print dir, hex; hex = "" }
-        /^(sendmsg|sendto|recvmsg|recvfrom)\(/ {
-            flush()
-            dir = ($0 ~ /^send/) ? ">" : "<"
-            keep = ($0 !~ /MSG_PEEK/)
-            next
-        }
-        /^ \| [0-9a-f]+  / {
-            if (keep) { s = substr($0, 11, 48); gsub(/ /, "", s); hex = hex s }
-            next
-        }
-        /^[a-z_0-9]+\(/ { flush() }
-        END { flush() }
-    ' "$1"
-}
-
 capture_all() {
     local name want file status trace
     vm_load_netfilter || return 1
