@@ -10,9 +10,9 @@
 //! skipped. A full range gives nothing. The cursors are part of the
 //! control plane's state, keyed by Node and range.
 
+use crate::collections::{SortedMap, SortedSet};
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The first usable offset in a range: `.0` is the network, `.1` the
@@ -23,13 +23,13 @@ const FIRST_OFFSET: u128 = 2;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostLocalIpam {
     /// Node name -> range (`10.244.1.0/24`) -> last address given.
-    last_reserved: BTreeMap<String, BTreeMap<String, IpAddr>>,
+    last_reserved: SortedMap<String, SortedMap<String, IpAddr>>,
 }
 
 impl HostLocalIpam {
     /// The next free address of `range` on `node` after the last one
     /// given, skipping `in_use`; `None` when every address is in use.
-    pub fn allocate(&mut self, node: &str, range: IpNetwork, in_use: &BTreeSet<IpAddr>) -> Option<IpAddr> {
+    pub fn allocate(&mut self, node: &str, range: IpNetwork, in_use: &SortedSet<IpAddr>) -> Option<IpAddr> {
         let (first, last) = usable(range)?;
         let base = to_u128(range.network());
         let cursor = self
@@ -59,7 +59,7 @@ impl HostLocalIpam {
     }
 
     /// Forgets the cursors of Nodes not in `nodes`.
-    pub fn retain_nodes(&mut self, nodes: &BTreeSet<&str>) {
+    pub fn retain_nodes(&mut self, nodes: &SortedSet<&str>) {
         self.last_reserved.retain(|node, _| nodes.contains(node.as_str()));
     }
 }
@@ -118,7 +118,7 @@ mod tests {
     fn starts_at_two_skips_what_is_in_use_and_moves_on() {
         let range: IpNetwork = "10.244.1.0/24".parse().unwrap();
         let mut ipam = HostLocalIpam::default();
-        let mut used = BTreeSet::new();
+        let mut used = SortedSet::new();
         assert_eq!(ipam.allocate("n1", range, &used), Some(ip("10.244.1.2")));
         used.insert(ip("10.244.1.2"));
         used.insert(ip("10.244.1.3"));
@@ -135,7 +135,7 @@ mod tests {
     fn wraps_never_gives_the_broadcast_and_reports_a_full_range() {
         let range: IpNetwork = "10.0.0.0/29".parse().unwrap();
         let mut ipam = HostLocalIpam::default();
-        let mut used = BTreeSet::new();
+        let mut used = SortedSet::new();
         let mut given = Vec::new();
         while let Some(a) = ipam.allocate("n", range, &used) {
             used.insert(a);
@@ -145,18 +145,18 @@ mod tests {
         used.remove(&ip("10.0.0.3"));
         assert_eq!(ipam.allocate("n", range, &used), Some(ip("10.0.0.3")), "wrapped");
         let tiny: IpNetwork = "10.0.0.0/31".parse().unwrap();
-        assert_eq!(ipam.allocate("n", tiny, &BTreeSet::new()), None);
+        assert_eq!(ipam.allocate("n", tiny, &SortedSet::new()), None);
     }
 
     #[test]
     fn ipv6_ranges_use_their_last_address_and_huge_ones_stay_cheap() {
         let range: IpNetwork = "fd00::/126".parse().unwrap();
         let mut ipam = HostLocalIpam::default();
-        let used: BTreeSet<IpAddr> = [ip("fd00::2")].into();
+        let used: SortedSet<IpAddr> = [ip("fd00::2")].into();
         assert_eq!(ipam.allocate("n", range, &used), Some(ip("fd00::3")));
         let all: IpNetwork = "::/0".parse().unwrap();
-        assert_eq!(ipam.allocate("n", all, &BTreeSet::new()), Some(ip("::2")));
-        ipam.retain_nodes(&BTreeSet::new());
+        assert_eq!(ipam.allocate("n", all, &SortedSet::new()), Some(ip("::2")));
+        ipam.retain_nodes(&SortedSet::new());
         assert_eq!(ipam, HostLocalIpam::default());
     }
 }

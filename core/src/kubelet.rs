@@ -23,7 +23,7 @@
 //! are bracketed inside the `tcp://[...]:port` forms only.
 
 use crate::api::{Pod, Service};
-use std::collections::BTreeMap;
+use crate::collections::SortedMap;
 use std::net::IpAddr;
 
 /// The namespace whose `kubernetes` Service every Pod sees.
@@ -37,7 +37,7 @@ const MASTER_SERVICE: &str = "kubernetes";
 pub fn service_env(pod: &Pod, services: &[&Service]) -> Vec<(String, String)> {
     let namespace = pod.metadata.namespace_or_default();
     let links = pod.spec.enable_service_links.unwrap_or(true);
-    let mut visible: BTreeMap<&str, &Service> = BTreeMap::new();
+    let mut visible: SortedMap<&str, &Service> = SortedMap::new();
     for service in services.iter().copied().filter(|s| has_cluster_ip(s)) {
         let name = service.metadata.name.as_str();
         let service_namespace = service.metadata.namespace_or_default();
@@ -47,7 +47,7 @@ pub fn service_env(pod: &Pod, services: &[&Service]) -> Vec<(String, String)> {
             visible.insert(name, service);
         }
     }
-    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    let mut env: SortedMap<String, String> = SortedMap::new();
     for service in visible.values() {
         add_service(&mut env, service);
     }
@@ -60,7 +60,7 @@ fn has_cluster_ip(service: &Service) -> bool {
 }
 
 /// Adds the variables of one Service.
-fn add_service(env: &mut BTreeMap<String, String>, service: &Service) {
+fn add_service(env: &mut SortedMap<String, String>, service: &Service) {
     let prefix = env_name(&service.metadata.name);
     let ip = service.spec.cluster_ip.as_str();
     env.insert(format!("{prefix}_SERVICE_HOST"), ip.to_string());
@@ -165,7 +165,7 @@ mod tests {
             "fd00::a",
             &[("dns", 53, "UDP"), ("dns-tcp", 53, "TCP")],
         );
-        let env: BTreeMap<String, String> = service_env(&pod("kube-system", None), &[&dns]).into_iter().collect();
+        let env: SortedMap<String, String> = service_env(&pod("kube-system", None), &[&dns]).into_iter().collect();
         assert_eq!(env["KUBE_DNS_SERVICE_HOST"], "fd00::a");
         assert_eq!(env["KUBE_DNS_PORT"], "udp://[fd00::a]:53");
         assert_eq!(env["KUBE_DNS_PORT_53_TCP"], "tcp://[fd00::a]:53");
@@ -192,7 +192,7 @@ mod tests {
         assert!(names(&env).iter().all(|n| n.starts_with("KUBERNETES_")));
         assert_eq!(env.len(), 8);
         let own = service("shop", "kubernetes", "10.96.0.99", &[("", 8443, "TCP")]);
-        let env: BTreeMap<String, String> = service_env(&pod("shop", None), &[&kubernetes, &own])
+        let env: SortedMap<String, String> = service_env(&pod("shop", None), &[&kubernetes, &own])
             .into_iter()
             .collect();
         assert_eq!(env["KUBERNETES_SERVICE_HOST"], "10.96.0.99");

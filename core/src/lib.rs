@@ -34,6 +34,7 @@
 pub mod api;
 pub mod apiserver;
 pub mod cni;
+pub mod collections;
 pub mod console;
 pub mod controllers;
 pub mod controlplane;

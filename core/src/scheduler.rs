@@ -8,9 +8,9 @@
 //! affinity, taints and topology spread are not modelled.
 
 use crate::api::{Node, Pod};
+use crate::collections::SortedMap;
 use ipnetwork::IpNetwork;
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// The Node's pod CIDRs, primary first; those that do not parse are
 /// skipped.
@@ -29,8 +29,8 @@ pub fn schedulable(node: &Node) -> bool {
 
 /// The Node a new Pod goes to: the schedulable one with the fewest of
 /// `pods` bound to it, ties by name.
-pub fn pick_node<'a>(nodes: &'a BTreeMap<String, Node>, pods: &[&Pod]) -> Option<&'a Node> {
-    let mut load: BTreeMap<&str, usize> = BTreeMap::new();
+pub fn pick_node<'a>(nodes: &'a SortedMap<String, Node>, pods: &[&Pod]) -> Option<&'a Node> {
+    let mut load: SortedMap<&str, usize> = SortedMap::new();
     for pod in pods.iter().filter(|p| !p.is_terminal()) {
         if let Some(node) = pod.spec.node_name.as_deref() {
             *load.entry(node).or_default() += 1;
@@ -64,7 +64,7 @@ mod tests {
 
     #[test]
     fn the_least_loaded_node_with_a_pod_cidr_wins() {
-        let mut nodes = BTreeMap::new();
+        let mut nodes = SortedMap::new();
         for text in [
             "apiVersion: v1\nkind: Node\nmetadata: {name: a}\nspec: {podCIDR: 10.244.0.0/24}\n",
             "apiVersion: v1\nkind: Node\nmetadata: {name: b}\nspec: {podCIDRs: [10.244.1.0/24, 'fd00:1::/64']}\n",
@@ -74,7 +74,7 @@ mod tests {
             let n = node(text);
             nodes.insert(n.metadata.name.clone(), n);
         }
-        let pick = |nodes: &BTreeMap<String, Node>, pods: &[Pod]| {
+        let pick = |nodes: &SortedMap<String, Node>, pods: &[Pod]| {
             let refs: Vec<&Pod> = pods.iter().collect();
             pick_node(nodes, &refs).map(|n| n.metadata.name.clone())
         };

@@ -14,12 +14,12 @@
 //! elements whose equal ones cannot be told apart (integers, addresses)
 //! gets the same result from [`sort`].
 //!
-//! `collect()` into a `BTreeMap` or `BTreeSet` sorts its input first (a
+//! `collect()` into a `SortedMap` or `SortedSet` sorts its input first (a
 //! copy of the sort for every element type); [`map_from`] and
 //! [`set_from`] insert one by one instead, into the same collection.
 
+use crate::collections::{SortedMap, SortedSet};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// The sorted order of `0..len` under `cmp`, stable. The one place the
 /// sort algorithm is instantiated.
@@ -74,19 +74,19 @@ pub fn sort<T: Ord>(v: &mut [T]) {
     sort_by(v, T::cmp);
 }
 
-/// `items.collect::<BTreeMap<_, _>>()`: a key given twice keeps its last
+/// `items.collect::<SortedMap<_, _>>()`: a key given twice keeps its last
 /// value.
-pub fn map_from<K: Ord, V>(items: impl IntoIterator<Item = (K, V)>) -> BTreeMap<K, V> {
-    let mut map = BTreeMap::new();
+pub fn map_from<K: Ord, V>(items: impl IntoIterator<Item = (K, V)>) -> SortedMap<K, V> {
+    let mut map = SortedMap::new();
     for (key, value) in items {
         map.insert(key, value);
     }
     map
 }
 
-/// `items.collect::<BTreeSet<_>>()`.
-pub fn set_from<T: Ord>(items: impl IntoIterator<Item = T>) -> BTreeSet<T> {
-    let mut set = BTreeSet::new();
+/// `items.collect::<SortedSet<_>>()`.
+pub fn set_from<T: Ord>(items: impl IntoIterator<Item = T>) -> SortedSet<T> {
+    let mut set = SortedSet::new();
     for item in items {
         set.insert(item);
     }
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn collections_as_collect_builds_them() {
         let pairs = [("b", 1), ("a", 2), ("b", 3)];
-        assert_eq!(map_from(pairs), pairs.into_iter().collect::<BTreeMap<_, _>>());
-        assert_eq!(set_from([3, 1, 3, 2]), BTreeSet::from([1, 2, 3]));
+        assert_eq!(map_from(pairs), pairs.into_iter().collect::<SortedMap<_, _>>());
+        assert_eq!(set_from([3, 1, 3, 2]), SortedSet::from([1, 2, 3]));
     }
 }

@@ -10,8 +10,8 @@
 //! - restore(snapshot(x)) == x.
 
 use proptest::prelude::*;
-use std::collections::BTreeSet;
 use svcnet_core::api::service::{Service, ServicePort};
+use svcnet_core::collections::SortedSet;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
 
 #[derive(Clone, Debug)]
@@ -61,8 +61,8 @@ fn service(name: u8, dual: bool, node_port: bool, pick: Option<u8>) -> Service {
 }
 
 fn check_invariants(cp: &ControlPlane) -> Result<(), TestCaseError> {
-    let mut ips = BTreeSet::new();
-    let mut ports = BTreeSet::new();
+    let mut ips = SortedSet::new();
+    let mut ports = SortedSet::new();
     let kubernetes = cp
         .service("default", "kubernetes")
         .ok_or_else(|| TestCaseError::fail("kubernetes missing"))?;

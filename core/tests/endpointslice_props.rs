@@ -14,10 +14,10 @@
 //! - restore(snapshot(x)) == x (re-running the controller changes nothing).
 
 use proptest::prelude::*;
-use std::collections::BTreeMap;
 use svcnet_core::api::pod::{Container, ContainerPort, PodCondition, PodIp};
 use svcnet_core::api::service::{IntOrString, ServicePort};
 use svcnet_core::api::{EndpointSlice, Pod, Service};
+use svcnet_core::collections::SortedMap;
 use svcnet_core::controllers::endpointslice::desired::{endpoint_ports, selector, selects, should_be_in_slices};
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
 use svcnet_core::family::IpFamily;
@@ -66,7 +66,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn service(name: u8, app: u8, named: bool, dual: bool) -> Service {
     let mut svc = Service::default();
     svc.metadata.name = format!("svc-{name}");
-    svc.spec.selector = Some(BTreeMap::from([("app".to_string(), format!("a{app}"))]));
+    svc.spec.selector = Some(SortedMap::from([("app".to_string(), format!("a{app}"))]));
     let target = if named {
         IntOrString::Str("http".into())
     } else {
@@ -139,7 +139,7 @@ fn check(cp: &ControlPlane) -> Result<(), TestCaseError> {
             let family = IpFamily::parse(family_name).unwrap();
             let of_family: Vec<&&EndpointSlice> = slices.iter().filter(|s| s.family() == Some(family)).collect();
             prop_assert!(!of_family.is_empty(), "{} has no {family} slice", svc.metadata.name);
-            let mut seen: BTreeMap<String, (Vec<String>, bool)> = BTreeMap::new();
+            let mut seen: SortedMap<String, (Vec<String>, bool)> = SortedMap::new();
             for slice in &of_family {
                 prop_assert!(slice.endpoints.len() <= MAX as usize);
                 for ep in &slice.endpoints {
@@ -150,7 +150,7 @@ fn check(cp: &ControlPlane) -> Result<(), TestCaseError> {
                     prop_assert!(dup.is_none(), "{} twice", target);
                 }
             }
-            let mut want: BTreeMap<String, (Vec<String>, bool)> = BTreeMap::new();
+            let mut want: SortedMap<String, (Vec<String>, bool)> = SortedMap::new();
             for p in cp.pods().filter(|p| selects(sel, p) && should_be_in_slices(p)) {
                 let ips: Vec<String> = p
                     .ips()

@@ -16,7 +16,6 @@
 //!   reported changes equals the full plan.
 
 use proptest::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 use svcnet_core::api::endpoint_slice::{
@@ -24,6 +23,7 @@ use svcnet_core::api::endpoint_slice::{
 };
 use svcnet_core::api::service::{LoadBalancerIngress, LoadBalancerStatus, ServicePort};
 use svcnet_core::api::{EndpointSlice, Service};
+use svcnet_core::collections::{SortedMap, SortedSet};
 use svcnet_core::proxy::{
     apply_plan, desired_table, plan, plan_changes, Changes, DesiredIndex, Flags, Forward, IpvsTable, NodeInfo,
     Operation, PlanContext, PlanState, Protocol, ProxyConfig, RealServer, Scheduler, VirtualServer, VirtualServerKey,
@@ -235,8 +235,8 @@ fn slices(slot: u8, eps: &[EpSpec], udp: bool) -> Vec<EndpointSlice> {
 
 /// The foreign virtual servers the kernel starts with (keepalived, a
 /// hand-made rule on a node address outside the NodePort range).
-fn foreign() -> BTreeMap<VirtualServerKey, VirtualServer> {
-    let mut out = BTreeMap::new();
+fn foreign() -> SortedMap<VirtualServerKey, VirtualServer> {
+    let mut out = SortedMap::new();
     for (k, rs, weight) in [
         ("TCP/192.168.0.100:80", "10.0.0.5:80", 3),
         ("TCP/192.168.0.10:22", "10.0.0.22:22", 5),
@@ -261,15 +261,15 @@ fn foreign() -> BTreeMap<VirtualServerKey, VirtualServer> {
 }
 
 struct Sim {
-    services: BTreeMap<u8, (SvcSpec, Service)>,
-    endpoints: BTreeMap<u8, Vec<EpSpec>>,
+    services: SortedMap<u8, (SvcSpec, Service)>,
+    endpoints: SortedMap<u8, Vec<EpSpec>>,
     node: NodeInfo,
     config: ProxyConfig,
     kernel: IpvsTable,
     state: PlanState,
     index: DesiredIndex,
     now: Time,
-    foreign: BTreeMap<VirtualServerKey, VirtualServer>,
+    foreign: SortedMap<VirtualServerKey, VirtualServer>,
 }
 
 impl Sim {
@@ -288,12 +288,12 @@ impl Sim {
                     timeout: 0,
                     netmask: u32::MAX,
                 },
-                real_servers: BTreeMap::new(),
+                real_servers: SortedMap::new(),
             },
         );
         Sim {
-            services: BTreeMap::new(),
-            endpoints: BTreeMap::new(),
+            services: SortedMap::new(),
+            endpoints: SortedMap::new(),
             node: NodeInfo {
                 name: "node-a".into(),
                 ips: vec![ip("192.168.0.10")],
@@ -444,7 +444,7 @@ fn check_step(sim: &mut Sim, changes: Option<Changes>) -> Result<(), TestCaseErr
     apply_plan(&mut sim.kernel, &full).map_err(|e| TestCaseError::fail(format!("kernel refused: {e}")))?;
     sim.state = full.state.clone();
 
-    let unbound: BTreeSet<IpAddr> = bound_before.difference(&sim.kernel.addresses).copied().collect();
+    let unbound: SortedSet<IpAddr> = bound_before.difference(&sim.kernel.addresses).copied().collect();
     prop_assert!(
         sim.kernel.virtual_servers.keys().all(|k| !unbound.contains(&k.address)),
         "a virtual server is left on an unbound address"

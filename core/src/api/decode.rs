@@ -312,13 +312,10 @@ impl<'de> de::Deserializer<'de> for Deserializer<'_, '_> {
         _fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
-        let Deserializer { value, path, record } = self;
-        let result = match value {
-            Value::Array(items) => visit_array(items, visitor, path, record),
-            Value::Object(map) => visit_object(map, visitor, path, record),
-            other => Err(invalid_type(&other, &visitor)),
-        };
-        result.map_err(|e| record.failed(path, e))
+        // An object only. serde_json would also take an array, as the
+        // struct's fields in order; Kubernetes refuses one, and without
+        // it no struct's sequence-reading code is in the module.
+        self.deserialize_map(visitor)
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
@@ -738,5 +735,17 @@ mod tests {
         assert_eq!(err.message, native);
         assert_eq!(err.to_string(), format!("{native} (at ports[1].port)"));
         assert_eq!(from_value::<Spec>(json!({})).unwrap_err().path, ".");
+    }
+
+    #[test]
+    fn an_array_is_not_a_struct() {
+        // serde_json would read [80, null] as a Port; Kubernetes
+        // refuses an array where an object belongs, and so do we.
+        let err = from_value::<Spec>(json!({"ports": [[80, null]]})).unwrap_err();
+        assert_eq!(
+            (err.message.as_str(), err.path.as_str()),
+            ("invalid type: sequence, expected struct Port", "ports[0]")
+        );
+        assert!(serde_json::from_value::<Spec>(json!({"ports": [[80, null]]})).is_ok());
     }
 }

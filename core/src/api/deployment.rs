@@ -12,9 +12,9 @@
 
 use super::meta::ObjectMeta;
 use super::pod::{Extra, PodSpec};
+use crate::collections::SortedMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// A Kubernetes Deployment.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -85,8 +85,8 @@ pub struct PodTemplateSpec {
 #[serde(rename_all = "camelCase")]
 pub struct LabelSelector {
     /// Labels a Pod must carry with these values.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub match_labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "SortedMap::is_empty")]
+    pub match_labels: SortedMap<String, String>,
     /// Set-based requirements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub match_expressions: Vec<LabelSelectorRequirement>,
@@ -159,7 +159,7 @@ impl LabelSelector {
     /// Whether `labels` satisfy every pair and every expression. An
     /// expression with an unknown operator matches nothing (admission
     /// refuses it first).
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &SortedMap<String, String>) -> bool {
         self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
             && self.match_expressions.iter().all(|r| r.matches(labels))
     }
@@ -186,7 +186,7 @@ impl LabelSelector {
 }
 
 impl LabelSelectorRequirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    fn matches(&self, labels: &SortedMap<String, String>) -> bool {
         let value = labels.get(&self.key);
         match self.operator.as_str() {
             "In" => value.is_some_and(|v| self.values.contains(v)),
@@ -202,7 +202,7 @@ impl LabelSelectorRequirement {
 mod tests {
     use super::*;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn labels(pairs: &[(&str, &str)]) -> SortedMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 

@@ -1,7 +1,7 @@
 //! `metadata`: the part every Kubernetes object shares.
 
+use crate::collections::SortedMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Object metadata: name, namespace, labels, annotations and the fields the
 /// API server fills in. Fields Kubernetes writes that svcnet does not use
@@ -17,11 +17,11 @@ pub struct ObjectMeta {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// Labels, matched by selectors.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "SortedMap::is_empty")]
+    pub labels: SortedMap<String, String>,
     /// Annotations, such as `svcnet.io/ipvs-scheduler`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "SortedMap::is_empty")]
+    pub annotations: SortedMap<String, String>,
     /// Unique id assigned on creation.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,

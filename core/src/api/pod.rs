@@ -8,12 +8,12 @@
 //! as it is, so `kubectl get pod -o yaml` output applies unchanged.
 
 use super::meta::ObjectMeta;
+use crate::collections::SortedMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// Fields svcnet does not interpret, kept as given.
-pub type Extra = BTreeMap<String, Value>;
+pub type Extra = SortedMap<String, Value>;
 
 /// A Kubernetes Pod.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

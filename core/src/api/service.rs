@@ -5,8 +5,8 @@
 //! Kubernetes' own "Unsupported value" message instead of a parse error.
 
 use super::meta::ObjectMeta;
+use crate::collections::SortedMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// A Kubernetes Service.
@@ -40,7 +40,7 @@ pub struct ServiceSpec {
     /// Pods whose labels match get to be endpoints; none means the user
     /// manages the EndpointSlices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<BTreeMap<String, String>>,
+    pub selector: Option<SortedMap<String, String>>,
     /// The ports the Service exposes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<ServicePort>,

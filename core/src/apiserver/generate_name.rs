@@ -43,11 +43,11 @@ pub fn generated_name(prefix: &str, n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
+    use crate::collections::SortedSet;
 
     #[test]
     fn names_look_like_kubernetes_and_do_not_repeat() {
-        let names: BTreeSet<String> = (0..5000).map(|n| generated_name("web-", n)).collect();
+        let names: SortedSet<String> = (0..5000).map(|n| generated_name("web-", n)).collect();
         assert_eq!(names.len(), 5000);
         for name in &names {
             let suffix = name.strip_prefix("web-").unwrap();

@@ -11,10 +11,10 @@
 use crate::api::endpoint_slice::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL};
 use crate::api::meta::ObjectMeta;
 use crate::api::service::{IntOrString, Service, ServicePort, ServiceSpec};
+use crate::collections::SortedMap;
 use crate::family::IpFamily;
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ pub const DEFAULT_SECURE_PORT: u16 = 6443;
 /// Builds the `default/kubernetes` Service for `ip` (the first address of the
 /// primary range) targeting the apiserver secure port `target_port`.
 pub fn kubernetes_service(ip: IpAddr, target_port: u16) -> Service {
-    let mut labels = BTreeMap::new();
+    let mut labels = SortedMap::new();
     labels.insert("component".to_string(), "apiserver".to_string());
     labels.insert("provider".to_string(), "kubernetes".to_string());
     Service {
@@ -88,7 +88,7 @@ pub fn kubernetes_endpoint_slice(service: &Service, endpoints: &[SocketAddr]) ->
         })
         .unwrap_or(i64::from(DEFAULT_SECURE_PORT));
     // The skip-mirror label belongs on the Endpoints object only.
-    let labels = BTreeMap::from([(SERVICE_NAME_LABEL.to_string(), "kubernetes".to_string())]);
+    let labels = SortedMap::from([(SERVICE_NAME_LABEL.to_string(), "kubernetes".to_string())]);
     EndpointSlice {
         api_version: "discovery.k8s.io/v1".into(),
         kind: "EndpointSlice".into(),
@@ -129,7 +129,7 @@ pub fn is_kubernetes_service(namespace: &str, name: &str) -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct ApiserverLeases {
     /// Lease holder address -> time of its last heartbeat.
-    renewed: BTreeMap<SocketAddr, Time>,
+    renewed: SortedMap<SocketAddr, Time>,
     /// The endpoints last written; kept when every lease has expired.
     endpoints: Vec<SocketAddr>,
 }

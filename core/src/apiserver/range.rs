@@ -6,14 +6,14 @@
 //! the rest the *dynamic* band (used first by random allocation).
 //!
 //! Unlike Kubernetes' bitmap, allocated offsets are kept as merged runs
-//! (`first..=last`) in a `BTreeMap`, so memory depends on how fragmented the
+//! (`first..=last`) in a `SortedMap`, so memory depends on how fragmented the
 //! allocations are, never on the range size (an IPv6 /64 has 2^64 offsets),
 //! and every operation is `O(log runs)`: a random pick jumps over a whole
 //! allocated block instead of scanning it bit by bit.
 
+use crate::collections::SortedMap;
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use thiserror::Error;
 
@@ -103,7 +103,7 @@ pub struct BandedRange {
     /// Allocated runs, first -> last (inclusive). Invariant: runs are
     /// disjoint, inside `0..size`, and never adjacent (adjacent runs are
     /// merged), so the offset after a run's last is always free.
-    runs: BTreeMap<u128, u128>,
+    runs: SortedMap<u128, u128>,
     used_static: u128,
     used_dynamic: u128,
 }
@@ -115,7 +115,7 @@ impl BandedRange {
         BandedRange {
             size,
             static_len: static_len.min(size),
-            runs: BTreeMap::new(),
+            runs: SortedMap::new(),
             used_static: 0,
             used_dynamic: 0,
         }
@@ -250,7 +250,7 @@ impl BandedRange {
             sorted.push((first, last));
         }
         crate::sort::sort(&mut sorted);
-        let mut merged: BTreeMap<u128, u128> = BTreeMap::new();
+        let mut merged: SortedMap<u128, u128> = SortedMap::new();
         let mut current: Option<(u128, u128)> = None;
         for (first, last) in sorted {
             current = match current {

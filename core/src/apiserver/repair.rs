@@ -15,9 +15,9 @@
 
 use crate::api::service::Service;
 use crate::apiserver::cluster_ip::ClusterIpAllocator;
+use crate::collections::SortedMap;
 use crate::family::IpFamily;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// Runs a leaked address survives before it is freed (Kubernetes:
@@ -28,7 +28,7 @@ pub const REPAIRS_BEFORE_LEAK_CLEANUP: u8 = 3;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct LeakTracker {
-    remaining: BTreeMap<IpAddr, u8>,
+    remaining: SortedMap<IpAddr, u8>,
 }
 
 /// One finding of a repair run, as a Kubernetes event.
@@ -69,7 +69,7 @@ fn event(reason: &str, service: Option<&Service>, message: String) -> RepairEven
 pub fn repair_cluster_ips(stored: &ClusterIpAllocator, services: &[&Service], leaks: &LeakTracker) -> RepairOutcome {
     let mut rebuilt = stored.emptied();
     let mut events = Vec::new();
-    let mut in_use = BTreeMap::new();
+    let mut in_use = SortedMap::new();
     for svc in services {
         if svc.service_type() == "ExternalName" || svc.is_headless() {
             continue;

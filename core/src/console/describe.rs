@@ -8,7 +8,7 @@
 use crate::api::endpoint_slice::SERVICE_NAME_LABEL;
 use crate::api::service::IntOrString;
 use crate::api::{EndpointSlice, ObjectMeta, Service};
-use std::collections::BTreeMap;
+use crate::collections::SortedMap;
 
 /// kubectl lists at most this many endpoints per port.
 const MAX_LISTED: usize = 3;
@@ -25,7 +25,7 @@ impl Writer {
     }
 
     /// `Label:` and a map, one `k=v` (or `k: v`) per line, `<none>` when empty.
-    fn map(&mut self, label: &str, map: &BTreeMap<String, String>, separator: &str) {
+    fn map(&mut self, label: &str, map: &SortedMap<String, String>, separator: &str) {
         if map.is_empty() {
             self.line(&[label, "<none>"]);
         }

@@ -19,7 +19,9 @@ use crate::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine, SyncSettings};
 use crate::proxy::{apply_operation, IpvsTable, ProxyConfig};
 use crate::time::Time;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
+
+use crate::collections::{SortedMap, SortedSet};
 use std::time::Duration;
 
 /// kube-proxy's `--min-sync-period` default.
@@ -116,7 +118,7 @@ pub struct KubeProxyView {
     node: String,
     machine: SyncMachine,
     kernel: IpvsTable,
-    cache: BTreeMap<Key, Seen>,
+    cache: SortedMap<Key, Seen>,
     events: VecDeque<WatchEvent>,
     syncs: VecDeque<SyncRecord>,
     unsynced: usize,
@@ -135,7 +137,7 @@ impl KubeProxyView {
             node: node.to_string(),
             machine: SyncMachine::new(proxy, info, SyncSettings::new(MIN_SYNC_PERIOD, SYNC_PERIOD)),
             kernel: IpvsTable::default(),
-            cache: BTreeMap::new(),
+            cache: SortedMap::new(),
             events: VecDeque::new(),
             syncs: VecDeque::new(),
             unsynced: 0,
@@ -175,8 +177,8 @@ impl KubeProxyView {
 
     /// The events for what changed in `cp` since the cache was last
     /// updated; returns the Services (`namespace`, `name`) they touch.
-    fn watch(&mut self, cp: &ControlPlane, now: Time) -> BTreeSet<(String, String)> {
-        let mut current: BTreeMap<Key, Seen> = BTreeMap::new();
+    fn watch(&mut self, cp: &ControlPlane, now: Time) -> SortedSet<(String, String)> {
+        let mut current: SortedMap<Key, Seen> = SortedMap::new();
         for svc in cp.services() {
             let ns = svc.metadata.namespace_or_default().to_string();
             let seen = (svc.metadata.resource_version.clone(), svc.metadata.name.clone());
@@ -204,7 +206,7 @@ impl KubeProxyView {
                 Some(_) => {}
             }
         }
-        let mut touched = BTreeSet::new();
+        let mut touched = SortedSet::new();
         for (event_type, key, seen) in arrived {
             self.events.push_back(WatchEvent {
                 at: now.as_millis(),

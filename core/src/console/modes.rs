@@ -8,6 +8,7 @@
 //! its note whether an interface holds the ClusterIPs.
 
 use super::{Effect, Outcome};
+use crate::collections::SortedSet;
 use crate::controlplane::ControlPlane;
 use crate::family::IpFamily;
 use crate::proxy::iptables::{iptables_save as render_iptables, IptablesConfig};
@@ -17,7 +18,6 @@ use crate::proxy::nftables::model::Element;
 use crate::proxy::nftables::render::{nft_lines, NftLine};
 use crate::proxy::nftables::{desired_ruleset, nft_text};
 use crate::proxy::{service_fragment, slices_by_service, NodeInfo, ProxyConfig, DUMMY_INTERFACE};
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// The first node and what kube-proxy knows of it, or the console's error.
@@ -140,7 +140,7 @@ pub fn svcnet_lines(cp: &ControlPlane, service: Option<&str>) -> Result<Vec<NftL
     let config = svcnet_config(cp);
     let table = desired_ruleset(cp.services(), cp.endpoint_slices(), &info, &config);
     let picked = service.and_then(|key| cp.services().find(|svc| svc.key() == key));
-    let highlight: BTreeSet<(String, Element)> = match picked {
+    let highlight: SortedSet<(String, Element)> = match picked {
         Some(svc) => {
             let groups = slices_by_service(cp.endpoint_slices());
             let slices = groups.get(&svc.key()).map(Vec::as_slice).unwrap_or_default();
@@ -150,7 +150,7 @@ pub fn svcnet_lines(cp: &ControlPlane, service: Option<&str>) -> Result<Vec<NftL
                     .map(|e| (e.kind.name(e.family), e.element)),
             )
         }
-        None => BTreeSet::new(),
+        None => SortedSet::new(),
     };
     Ok(nft_lines(&table, &highlight))
 }

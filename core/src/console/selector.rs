@@ -3,7 +3,7 @@
 //! `!key` (it does not), `key in (a,b)` or `key notin (a,b)`. An object is
 //! selected when every term holds.
 
-use std::collections::BTreeMap;
+use crate::collections::SortedMap;
 
 /// One term of a selector.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +35,7 @@ impl Selector {
     }
 
     /// Whether `labels` satisfy every term.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &SortedMap<String, String>) -> bool {
         self.0.iter().all(|term| match term {
             Term::In(key, values) => labels.get(key).is_some_and(|v| values.contains(v)),
             Term::NotIn(key, values) => labels.get(key).is_none_or(|v| !values.contains(v)),
@@ -109,7 +109,7 @@ fn parse_term(term: &str) -> Option<Term> {
 mod tests {
     use super::*;
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn labels(pairs: &[(&str, &str)]) -> SortedMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 

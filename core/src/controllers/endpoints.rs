@@ -23,8 +23,8 @@ use crate::api::endpoint_slice::{Endpoint, EndpointSlice, HEADLESS_LABEL, SKIP_M
 use crate::api::endpoints::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 use crate::api::{ObjectMeta, Service};
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use crate::collections::SortedMap;
 use crate::family::IpFamily;
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// The Endpoints object of `service`, from `slices` (those labelled with its
@@ -32,7 +32,7 @@ use std::net::IpAddr;
 pub fn endpoints_from_slices(service: &Service, slices: &[&EndpointSlice]) -> Endpoints {
     let primary = primary_family(service);
     // Port (None for a headless Service without ports) -> address -> ready.
-    let mut by_port: BTreeMap<PortKey, AddressSet> = BTreeMap::new();
+    let mut by_port: SortedMap<PortKey, AddressSet> = SortedMap::new();
     let wanted = slices
         .iter()
         .filter(|s| s.family().is_some_and(|f| primary.is_none_or(|p| p == f)));
@@ -72,7 +72,7 @@ pub fn endpoints_from_slices(service: &Service, slices: &[&EndpointSlice]) -> En
         }
     }
     let mut subsets = repack(by_port);
-    let mut annotations = BTreeMap::new();
+    let mut annotations = SortedMap::new();
     if capacity::truncate(&mut subsets) {
         annotations.insert(capacity::OVER_CAPACITY_ANNOTATION.to_string(), "truncated".to_string());
     }
@@ -138,9 +138,9 @@ const MANAGED_BY_LABEL: &str = "endpoints.kubernetes.io/managed-by";
 const MANAGED_BY: &str = "endpoint-controller";
 
 /// The Endpoints labels of `service`.
-fn endpoints_labels(service: &Service) -> BTreeMap<String, String> {
+fn endpoints_labels(service: &Service) -> SortedMap<String, String> {
     if is_kubernetes_service(service.metadata.namespace_or_default(), &service.metadata.name) {
-        return BTreeMap::from([(SKIP_MIRROR_LABEL.to_string(), "true".to_string())]);
+        return SortedMap::from([(SKIP_MIRROR_LABEL.to_string(), "true".to_string())]);
     }
     let mut labels = service.metadata.labels.clone();
     if service.is_headless() || service.spec.cluster_ip.is_empty() {
@@ -169,7 +169,7 @@ impl AddressKey {
 }
 
 /// Addresses, each with whether it is ready, by identity.
-type AddressSet = BTreeMap<AddressKey, (EndpointAddress, bool)>;
+type AddressSet = SortedMap<AddressKey, (EndpointAddress, bool)>;
 
 /// The ports a set of addresses serves, and those addresses.
 type Subset = (Vec<EndpointPort>, Vec<(EndpointAddress, bool)>);
@@ -187,8 +187,8 @@ type PortKey = (Option<EndpointPort>, Option<usize>);
 /// ready if it is not ready for a port anywhere, and ports that serve the
 /// same addresses in one subset.
 pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
-    let mut by_port: BTreeMap<PortKey, AddressSet> = BTreeMap::new();
-    let mut first_written: BTreeMap<AddressKey, EndpointAddress> = BTreeMap::new();
+    let mut by_port: SortedMap<PortKey, AddressSet> = SortedMap::new();
+    let mut first_written: SortedMap<AddressKey, EndpointAddress> = SortedMap::new();
     for (i, subset) in subsets.iter().enumerate() {
         let ports: Vec<PortKey> = if subset.ports.is_empty() {
             vec![(None, None)]
@@ -219,8 +219,8 @@ pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
 }
 
 /// Groups ports whose addresses (with readiness) are identical into subsets.
-fn repack(by_port: BTreeMap<PortKey, AddressSet>) -> Vec<EndpointSubset> {
-    let mut grouped: BTreeMap<Vec<(AddressKey, bool)>, Subset> = BTreeMap::new();
+fn repack(by_port: SortedMap<PortKey, AddressSet>) -> Vec<EndpointSubset> {
+    let mut grouped: SortedMap<Vec<(AddressKey, bool)>, Subset> = SortedMap::new();
     for (port, addresses) in by_port {
         let key: Vec<(AddressKey, bool)> = addresses.iter().map(|(k, (_, ready))| (k.clone(), *ready)).collect();
         let entry = grouped

@@ -10,13 +10,13 @@
 use super::{ControlPlane, ObjectKey, ObjectRef};
 use crate::api::manifest::Object;
 use crate::api::{EndpointSlice, Service};
+use crate::collections::{SortedMap, SortedSet};
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// The Services to watch: some, or all of them.
 pub(super) enum Watch {
     /// These Services (`(namespace, name)`).
-    Some(BTreeSet<ObjectKey>),
+    Some(SortedSet<ObjectKey>),
     /// Every Service.
     All,
 }
@@ -28,9 +28,9 @@ impl ControlPlane {
     /// The Services that applying `objects` and deleting `removed` can
     /// change.
     pub(super) fn services_affected<O: Borrow<Object>>(&self, objects: &[O], removed: &[ObjectRef]) -> Watch {
-        let mut keys = BTreeSet::new();
-        let mut namespaces = BTreeSet::new();
-        let slice = |keys: &mut BTreeSet<ObjectKey>, namespace: &str, name: &str| {
+        let mut keys = SortedSet::new();
+        let mut namespaces = SortedSet::new();
+        let slice = |keys: &mut SortedSet<ObjectKey>, namespace: &str, name: &str| {
             if let Some(service) = self
                 .endpoint_slice(namespace, name)
                 .and_then(EndpointSlice::service_name)
@@ -87,7 +87,7 @@ impl ControlPlane {
     }
 
     /// The watched Services' state now.
-    pub(super) fn service_states(&self, watch: &Watch) -> BTreeMap<ObjectKey, ServiceState> {
+    pub(super) fn service_states(&self, watch: &Watch) -> SortedMap<ObjectKey, ServiceState> {
         match watch {
             Watch::Some(keys) => keys.iter().map(|key| (key.clone(), self.service_state(key))).collect(),
             Watch::All => self
@@ -101,10 +101,10 @@ impl ControlPlane {
     /// The watched Services whose state differs from `before`.
     pub(super) fn changed_services(
         &self,
-        mut before: BTreeMap<ObjectKey, ServiceState>,
+        mut before: SortedMap<ObjectKey, ServiceState>,
         watch: &Watch,
-    ) -> BTreeSet<ObjectKey> {
-        let mut keys: BTreeSet<ObjectKey> = before.keys().cloned().collect();
+    ) -> SortedSet<ObjectKey> {
+        let mut keys: SortedSet<ObjectKey> = before.keys().cloned().collect();
         if let Watch::All = watch {
             keys.extend(self.services.keys().cloned());
         }

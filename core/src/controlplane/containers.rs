@@ -7,11 +7,11 @@
 
 use super::ControlPlane;
 use crate::api::Pod;
+use crate::collections::SortedMap;
 use crate::kubelet::service_env;
-use std::collections::BTreeMap;
 
 /// The environment of each started Pod, by `namespace/name`.
-pub type PodEnvironments = BTreeMap<String, BTreeMap<String, String>>;
+pub type PodEnvironments = SortedMap<String, SortedMap<String, String>>;
 
 /// The key of a Pod in [`PodEnvironments`].
 fn key(pod: &Pod) -> String {
@@ -45,7 +45,7 @@ impl ControlPlane {
 
     /// The Service environment the Pod's containers got when they started,
     /// sorted by name; `None` for a Pod that has not started.
-    pub fn container_env(&self, namespace: &str, name: &str) -> Option<&BTreeMap<String, String>> {
+    pub fn container_env(&self, namespace: &str, name: &str) -> Option<&SortedMap<String, String>> {
         self.pod_env.get(&format!("{namespace}/{name}"))
     }
 }

@@ -20,10 +20,10 @@ use crate::api::service::types::EXTERNAL_NAME;
 use crate::api::Endpoints;
 use crate::apiserver::admission::endpoints::{default_endpoints, validate_endpoints};
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use crate::collections::SortedSet;
 use crate::controllers::endpoints::endpoints_from_slices;
 use crate::controllers::endpointslice::desired;
 use crate::controllers::endpointslice_mirroring::{is_mirrored, mirrored_slices, skips_mirroring};
-use std::collections::BTreeSet;
 
 impl ControlPlane {
     /// The `v1/Endpoints` named `namespace/name`: derived from the slices
@@ -45,7 +45,7 @@ impl ControlPlane {
     /// Every Endpoints object, sorted by namespace and name (what
     /// `kubectl get endpoints -A` lists).
     pub fn all_endpoints(&self) -> Vec<Endpoints> {
-        let keys: BTreeSet<&ObjectKey> =
+        let keys: SortedSet<&ObjectKey> =
             crate::sort::set_from(self.services.keys().chain(self.written_endpoints.keys()));
         keys.into_iter()
             .filter_map(|(namespace, name)| self.endpoints(namespace, name))

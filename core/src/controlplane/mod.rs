@@ -44,11 +44,11 @@ use crate::apiserver::kubernetes_service::{kubernetes_service, ApiserverLeases};
 use crate::apiserver::node_port::NodePortAllocator;
 use crate::apiserver::repair::LeakTracker;
 use crate::cni::HostLocalIpam;
+use crate::collections::SortedMap;
 use crate::dns::{self, DnsRecord};
 use crate::family::IpFamily;
 use crate::rng::Rng;
 use crate::time::Time;
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -61,20 +61,20 @@ pub struct ControlPlane {
     config: ValidatedConfig,
     /// Shared (`Arc`), like the EndpointSlices, so copying the control
     /// plane to undo a refused change copies no Service.
-    services: BTreeMap<ObjectKey, Arc<Service>>,
-    service_cidrs: BTreeMap<String, ServiceCidr>,
+    services: SortedMap<ObjectKey, Arc<Service>>,
+    service_cidrs: SortedMap<String, ServiceCidr>,
     /// The `kubernetes` ServiceCIDR: the flag's ranges.
     default_service_cidr: ServiceCidr,
-    deployments: BTreeMap<ObjectKey, Deployment>,
-    pods: BTreeMap<ObjectKey, Pod>,
-    nodes: BTreeMap<String, Node>,
+    deployments: SortedMap<ObjectKey, Deployment>,
+    pods: SortedMap<ObjectKey, Pod>,
+    nodes: SortedMap<String, Node>,
     /// host-local's last address per Node and pod CIDR.
     pod_ipam: HostLocalIpam,
     /// The Service environment each started Pod's containers got.
     pod_env: containers::PodEnvironments,
     endpoint_slices: SliceStore,
     /// `v1/Endpoints` written by users (for Services without a selector).
-    written_endpoints: BTreeMap<ObjectKey, Endpoints>,
+    written_endpoints: SortedMap<ObjectKey, Endpoints>,
     cluster_ips: ClusterIpAllocator,
     node_ports: NodePortAllocator,
     rng: Rng,
@@ -103,16 +103,16 @@ impl ControlPlane {
             rng: Rng::new(config.raw.seed),
             pod_name_rng: pod_name_rng(config.raw.seed),
             config,
-            services: BTreeMap::new(),
-            service_cidrs: BTreeMap::new(),
+            services: SortedMap::new(),
+            service_cidrs: SortedMap::new(),
             default_service_cidr,
-            deployments: BTreeMap::new(),
-            pods: BTreeMap::new(),
-            nodes: BTreeMap::new(),
+            deployments: SortedMap::new(),
+            pods: SortedMap::new(),
+            nodes: SortedMap::new(),
             pod_ipam: HostLocalIpam::default(),
             pod_env: containers::PodEnvironments::new(),
             endpoint_slices: SliceStore::default(),
-            written_endpoints: BTreeMap::new(),
+            written_endpoints: SortedMap::new(),
             cluster_ips,
             node_ports,
             leases: ApiserverLeases::default(),

@@ -6,10 +6,10 @@
 use super::{ApiError, Applied, ControlPlane, ObjectKey};
 use crate::api::manifest::Object;
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use crate::collections::SortedSet;
 use crate::controllers::deployment::owns;
 use crate::controllers::endpointslice_mirroring::is_mirrored;
 use std::borrow::Borrow;
-use std::collections::BTreeSet;
 
 /// An object by kind, namespace (empty for cluster-scoped kinds) and name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -52,7 +52,7 @@ pub struct SetOutcome {
     /// The Services, as `(namespace, name)`, whose object or EndpointSlices
     /// are not what they were before (deleted ones included): what a proxy
     /// has to look at again.
-    pub services: BTreeSet<ObjectKey>,
+    pub services: SortedSet<ObjectKey>,
 }
 
 /// The order kinds are applied in: what others refer to first.
@@ -131,7 +131,7 @@ impl ControlPlane {
     /// control plane is left as it was and the error comes back with the
     /// index of that object in `objects`.
     pub fn apply_set<O: Borrow<Object>>(&mut self, objects: &[O]) -> Result<SetOutcome, (usize, ApiError)> {
-        let keep: BTreeSet<ObjectRef> = objects.iter().map(|o| ObjectRef::of(o.borrow())).collect();
+        let keep: SortedSet<ObjectRef> = objects.iter().map(|o| ObjectRef::of(o.borrow())).collect();
         let gone: Vec<ObjectRef> = self.user_objects().into_iter().filter(|r| !keep.contains(r)).collect();
         self.apply_changes(objects, &gone)
     }

@@ -8,10 +8,10 @@ use super::{ApiError, ControlPlane, ObjectKey};
 use crate::api::service::Service;
 use crate::apiserver::admission::{default_service, init_ip_families, validate_service, validate_service_update};
 use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use crate::collections::SortedMap;
 use crate::family::IpFamily;
 use crate::field::{BadValue, FieldError, FieldPath};
 use crate::rng::Rng;
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -197,7 +197,7 @@ impl ControlPlane {
                 p.node_port = None;
             }
         }
-        let mut by_port: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut by_port: SortedMap<i64, i64> = SortedMap::new();
         for i in 0..svc.spec.ports.len() {
             if !node_port_type {
                 break;

@@ -8,15 +8,15 @@
 
 use super::ObjectKey;
 use crate::api::EndpointSlice;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::collections::{SortedMap, SortedSet};
 use std::sync::Arc;
 
 /// EndpointSlices with an index by Service.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SliceStore {
-    by_name: BTreeMap<ObjectKey, Arc<EndpointSlice>>,
+    by_name: SortedMap<ObjectKey, Arc<EndpointSlice>>,
     /// `(namespace, service)` → names of the slices labelled with it.
-    by_service: BTreeMap<ObjectKey, BTreeSet<String>>,
+    by_service: SortedMap<ObjectKey, SortedSet<String>>,
 }
 
 impl SliceStore {

@@ -14,9 +14,9 @@ use super::{ControlPlane, ObjectKey};
 use crate::api::{EndpointSlice, Pod, Service};
 use crate::apiserver::generate_name::generated_name;
 use crate::apiserver::kubernetes_service::{is_kubernetes_service, kubernetes_endpoint_slice};
+use crate::collections::SortedSet;
 use crate::controllers::endpointslice::{desired, desired_slices};
 use crate::kubelet::service_env;
-use std::collections::BTreeSet;
 
 impl ControlPlane {
     /// The Service environment variables the kubelet gives Pod
@@ -131,7 +131,7 @@ impl ControlPlane {
         existing: Vec<String>,
         wanted: Vec<EndpointSlice>,
     ) {
-        let mut kept: BTreeSet<String> = BTreeSet::new();
+        let mut kept: SortedSet<String> = SortedSet::new();
         for mut slice in wanted {
             if slice.metadata.name.is_empty() {
                 slice.metadata.name = self.generate_slice_name(namespace, service);

@@ -18,7 +18,7 @@
 
 use super::{absolute, fqdn, normalize_zone, reverse_name, DnsConfig, DnsRecord, RecordData, SRV_PRIORITY, SRV_WEIGHT};
 use crate::api::{EndpointSlice, Service};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::collections::{SortedMap, SortedSet};
 use std::net::IpAddr;
 
 /// The records of headless `service` from `slices` (its own). Nothing for a
@@ -31,7 +31,7 @@ pub fn headless_records(service: &Service, slices: &[&EndpointSlice], config: &D
     let service_name = fqdn(service, &normalize_zone(&config.zone));
     let mut records = Vec::new();
     // SRV owner name -> (port, target).
-    let mut srv: BTreeMap<String, BTreeSet<(u16, String)>> = BTreeMap::new();
+    let mut srv: SortedMap<String, SortedSet<(u16, String)>> = SortedMap::new();
     for slice in slices.iter().filter(|s| s.family().is_some()) {
         for endpoint in slice.endpoints.iter().filter(|e| e.conditions.is_ready()) {
             for ip in endpoint.addresses.iter().filter_map(|a| a.parse::<IpAddr>().ok()) {

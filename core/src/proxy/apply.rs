@@ -7,7 +7,7 @@
 use super::error::ApplyError;
 use super::plan::{Operation, Plan};
 use super::table::{IpvsTable, RealServer, VirtualServer};
-use std::collections::BTreeMap;
+use crate::collections::SortedMap;
 
 /// Applies every operation of `plan` in order; stops at the first one the
 /// kernel would refuse (the ones before it stay applied, as in the kernel).
@@ -40,7 +40,7 @@ pub fn apply_operation(table: &mut IpvsTable, op: &Operation) -> Result<(), Appl
                 *virtual_server,
                 VirtualServer {
                     settings: settings.clone(),
-                    real_servers: BTreeMap::new(),
+                    real_servers: SortedMap::new(),
                 },
             );
         }

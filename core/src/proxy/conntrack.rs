@@ -39,8 +39,8 @@
 //! TCP and SCTP end their connections themselves.
 
 use super::table::{IpvsTable, Protocol};
+use crate::collections::{SortedMap, SortedSet};
 use crate::family::IpFamily;
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 
 /// The IP protocol number of UDP, as conntrack reports it.
@@ -63,7 +63,7 @@ pub struct ConntrackEntry {
 /// Every UDP frontend of a table with the endpoints it forwards to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UdpFrontends {
-    frontends: BTreeMap<SocketAddr, BTreeSet<SocketAddr>>,
+    frontends: SortedMap<SocketAddr, SortedSet<SocketAddr>>,
 }
 
 impl UdpFrontends {
@@ -89,13 +89,13 @@ impl UdpFrontends {
     }
 
     /// The endpoints of one frontend, if it is one.
-    pub fn endpoints(&self, frontend: SocketAddr) -> Option<&BTreeSet<SocketAddr>> {
+    pub fn endpoints(&self, frontend: SocketAddr) -> Option<&SortedSet<SocketAddr>> {
         self.frontends.get(&frontend)
     }
 
     /// The families that have a frontend with endpoints: the only ones
     /// whose entries can need deleting, so the only ones worth dumping.
-    pub fn families(&self) -> BTreeSet<IpFamily> {
+    pub fn families(&self) -> SortedSet<IpFamily> {
         self.frontends
             .iter()
             .filter(|(_, endpoints)| !endpoints.is_empty())
@@ -105,8 +105,8 @@ impl UdpFrontends {
 
     /// The frontends that are new, gone, or forward to other endpoints
     /// than in `before`.
-    pub fn changed(&self, before: &UdpFrontends) -> BTreeSet<SocketAddr> {
-        let mut changed: BTreeSet<SocketAddr> = BTreeSet::new();
+    pub fn changed(&self, before: &UdpFrontends) -> SortedSet<SocketAddr> {
+        let mut changed: SortedSet<SocketAddr> = SortedSet::new();
         for (frontend, endpoints) in &self.frontends {
             if before.frontends.get(frontend) != Some(endpoints) {
                 changed.insert(*frontend);
@@ -246,7 +246,7 @@ mod tests {
         assert_eq!(frontends.len(), 7);
         assert!(frontends.endpoints(addr("10.96.0.10:53")).is_some());
         assert!(frontends.endpoints(addr("192.168.0.10:30053")).is_some());
-        assert_eq!(frontends.families(), BTreeSet::from([IpFamily::IPv4, IpFamily::IPv6]));
+        assert_eq!(frontends.families(), SortedSet::from([IpFamily::IPv4, IpFamily::IPv6]));
         assert!(UdpFrontends::of(&table(&[("TCP/10.96.0.1:443", &["192.168.0.10:6443"])])).is_empty());
     }
 

@@ -32,9 +32,9 @@ use crate::api::endpoint_slice::{EndpointSlice, SERVICE_NAME_LABEL};
 use crate::api::service::types;
 use crate::api::Service;
 use crate::apiserver::node_port::PortRange;
+use crate::collections::{SortedMap, SortedSet};
 use crate::family::IpFamily;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -106,9 +106,9 @@ impl ProxyConfig {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServiceFragment {
     /// Its virtual servers with their real servers.
-    pub virtual_servers: BTreeMap<VirtualServerKey, VirtualServer>,
+    pub virtual_servers: SortedMap<VirtualServerKey, VirtualServer>,
     /// The addresses it needs on `kube-ipvs0`.
-    pub addresses: BTreeSet<IpAddr>,
+    pub addresses: SortedSet<IpAddr>,
     /// What was skipped, and why.
     pub warnings: Vec<ProxyWarning>,
 }
@@ -127,8 +127,8 @@ pub struct Desired {
 /// sorted by slice name. Slices without the label belong to no Service.
 pub fn slices_by_service<'a>(
     slices: impl IntoIterator<Item = &'a EndpointSlice>,
-) -> BTreeMap<String, Vec<&'a EndpointSlice>> {
-    let mut groups: BTreeMap<String, Vec<&'a EndpointSlice>> = BTreeMap::new();
+) -> SortedMap<String, Vec<&'a EndpointSlice>> {
+    let mut groups: SortedMap<String, Vec<&'a EndpointSlice>> = SortedMap::new();
     for slice in slices {
         if let Some(service) = slice.metadata.labels.get(SERVICE_NAME_LABEL) {
             let key = format!("{}/{}", slice.metadata.namespace_or_default(), service);
@@ -154,10 +154,10 @@ pub fn desired_table<'s, 'e>(
     config: &ProxyConfig,
 ) -> Desired {
     let groups = slices_by_service(slices);
-    let by_key: BTreeMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
+    let by_key: SortedMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
     let mut desired = Desired::default();
-    let mut owners: BTreeMap<VirtualServerKey, &str> = BTreeMap::new();
-    let mut conflicts: BTreeMap<VirtualServerKey, Vec<String>> = BTreeMap::new();
+    let mut owners: SortedMap<VirtualServerKey, &str> = SortedMap::new();
+    let mut conflicts: SortedMap<VirtualServerKey, Vec<String>> = SortedMap::new();
     for (key, svc) in &by_key {
         let slices = groups.get(key).map(Vec::as_slice).unwrap_or_default();
         let fragment = service_fragment(svc, slices, node, config);
@@ -398,7 +398,7 @@ impl Builder<'_, '_> {
         chosen: &Categorized,
         local: bool,
     ) {
-        let real_servers: BTreeMap<SocketAddr, RealServer> =
+        let real_servers: SortedMap<SocketAddr, RealServer> =
             crate::sort::map_from(chosen.for_policy(local).iter().map(|addr| (*addr, RealServer::masq(1))));
         self.fragment.virtual_servers.insert(
             VirtualServerKey::new(protocol, address, port),

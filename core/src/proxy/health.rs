@@ -7,10 +7,10 @@
 //! `ToBeDeletedByClusterAutoscaler`). The bodies are kube-proxy's JSON.
 
 use crate::api::Node;
+use crate::collections::SortedMap;
 use crate::family::IpFamily;
 use crate::time::Time;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The taint the cluster autoscaler puts on a node it will remove.
@@ -27,7 +27,7 @@ struct FamilyHealth {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProxyHealth {
     timeout: Duration,
-    families: BTreeMap<IpFamily, FamilyHealth>,
+    families: SortedMap<IpFamily, FamilyHealth>,
 }
 
 /// An answer of `/healthz` or `/livez`.
@@ -44,7 +44,7 @@ impl ProxyHealth {
     pub fn new(timeout: Duration) -> ProxyHealth {
         ProxyHealth {
             timeout,
-            families: BTreeMap::new(),
+            families: SortedMap::new(),
         }
     }
 

@@ -17,16 +17,16 @@ use super::error::ProxyWarning;
 use super::node::NodeInfo;
 use super::table::{IpvsTable, VirtualServerKey};
 use crate::api::{EndpointSlice, Service};
-use std::collections::{BTreeMap, BTreeSet};
+use crate::collections::{SortedMap, SortedSet};
 use std::net::IpAddr;
 
 /// The virtual servers and addresses whose desired state changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Changes {
     /// Virtual servers added, removed or changed in the desired table.
-    pub virtual_servers: BTreeSet<VirtualServerKey>,
+    pub virtual_servers: SortedSet<VirtualServerKey>,
     /// Addresses that started or stopped being needed on `kube-ipvs0`.
-    pub addresses: BTreeSet<IpAddr>,
+    pub addresses: SortedSet<IpAddr>,
 }
 
 impl Changes {
@@ -45,11 +45,11 @@ impl Changes {
 /// Per-Service fragments and the desired table they make up.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DesiredIndex {
-    fragments: BTreeMap<String, ServiceFragment>,
+    fragments: SortedMap<String, ServiceFragment>,
     /// Which Services want each virtual server; the first one gets it.
-    claims: BTreeMap<VirtualServerKey, BTreeSet<String>>,
+    claims: SortedMap<VirtualServerKey, SortedSet<String>>,
     /// How many Services need each address.
-    address_users: BTreeMap<IpAddr, usize>,
+    address_users: SortedMap<IpAddr, usize>,
     table: IpvsTable,
 }
 
@@ -134,8 +134,8 @@ impl DesiredIndex {
     }
 
     fn replace(&mut self, service: &str, new: Option<(String, ServiceFragment)>) -> Changes {
-        let mut touched: BTreeSet<VirtualServerKey> = BTreeSet::new();
-        let mut touched_addresses: BTreeSet<IpAddr> = BTreeSet::new();
+        let mut touched: SortedSet<VirtualServerKey> = SortedSet::new();
+        let mut touched_addresses: SortedSet<IpAddr> = SortedSet::new();
         if let Some(old) = self.fragments.remove(service) {
             for key in old.virtual_servers.keys() {
                 if let Some(claimants) = self.claims.get_mut(key) {

@@ -26,9 +26,9 @@ use super::node::NodeInfo;
 use super::table::Protocol;
 use crate::api::service::types;
 use crate::api::{EndpointSlice, Service};
+use crate::collections::SortedSet;
 use crate::family::IpFamily;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 
@@ -175,7 +175,7 @@ pub fn iptables_save(
         "-A KUBE-POSTROUTING -j MARK --xor-mark 0x4000".to_string(),
         "-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully".to_string(),
     ];
-    let mut chains: BTreeSet<String> = ["KUBE-MARK-MASQ", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-SERVICES"]
+    let mut chains: SortedSet<String> = ["KUBE-MARK-MASQ", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-SERVICES"]
         .map(String::from)
         .into();
     let (mut services_rules, mut nodeport_rules, mut chain_rules) = (Vec::new(), Vec::new(), Vec::new());

@@ -35,9 +35,9 @@ use super::index::Changes;
 use super::node::NodeInfo;
 use super::table::{Forward, IpvsTable, Protocol, RealServer, VirtualServer, VirtualServerKey, VirtualServerSettings};
 use crate::apiserver::node_port::PortRange;
+use crate::collections::{SortedMap, SortedSet};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
 use std::iter::Peekable;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -112,7 +112,7 @@ pub enum Operation {
 /// JSON: `{"TCP/10.96.0.1:443": {"10.244.1.5:8443": 120000}}` (milliseconds).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct DrainState(BTreeMap<VirtualServerKey, BTreeMap<SocketAddr, Time>>);
+pub struct DrainState(SortedMap<VirtualServerKey, SortedMap<SocketAddr, Time>>);
 
 impl DrainState {
     /// When a real server started draining, if it is draining.
@@ -122,7 +122,7 @@ impl DrainState {
 
     /// The number of draining real servers.
     pub fn len(&self) -> usize {
-        self.0.values().map(BTreeMap::len).sum()
+        self.0.values().map(SortedMap::len).sum()
     }
 
     /// True when nothing is draining.
@@ -141,7 +141,7 @@ impl DrainState {
         self.0.keys()
     }
 
-    fn replace(&mut self, vs: VirtualServerKey, entries: BTreeMap<SocketAddr, Time>) {
+    fn replace(&mut self, vs: VirtualServerKey, entries: SortedMap<SocketAddr, Time>) {
         if entries.is_empty() {
             self.0.remove(&vs);
         } else {
@@ -162,7 +162,7 @@ pub struct PlanState {
     /// `kube-ipvs0` (node addresses): remembered so they can be deleted when
     /// no longer wanted, even outside the NodePort range.
     #[serde(default)]
-    pub claimed: BTreeSet<VirtualServerKey>,
+    pub claimed: SortedSet<VirtualServerKey>,
 }
 
 /// A plan: operations in order, and the state after them.
@@ -261,7 +261,7 @@ pub fn plan_changes(
     ctx: &PlanContext,
 ) -> Plan {
     let mut planner = Planner::new(ctx, observed, desired, state, state.clone());
-    let mut keys: BTreeSet<VirtualServerKey> = changes.virtual_servers.clone();
+    let mut keys: SortedSet<VirtualServerKey> = changes.virtual_servers.clone();
     keys.extend(state.draining.virtual_servers().copied());
     for address in &changes.addresses {
         let wanted = desired.addresses.contains(address);
@@ -340,7 +340,7 @@ impl<'a> Planner<'a> {
         } else {
             self.state.claimed.remove(&key);
         }
-        let mut draining = BTreeMap::new();
+        let mut draining = SortedMap::new();
         match (observed, desired) {
             (Some(_), None) if owned => self
                 .deletes
@@ -421,8 +421,8 @@ fn add_real_server(key: VirtualServerKey, addr: SocketAddr, rs: &RealServer) -> 
 
 /// Walks two maps with the same keys in order, pairing equal keys.
 fn merge<'m, K: Ord + Copy, A, B>(
-    left: &'m BTreeMap<K, A>,
-    right: &'m BTreeMap<K, B>,
+    left: &'m SortedMap<K, A>,
+    right: &'m SortedMap<K, B>,
 ) -> impl Iterator<Item = (K, Option<&'m A>, Option<&'m B>)> {
     Merge {
         left: left.iter().peekable(),

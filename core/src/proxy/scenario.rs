@@ -31,11 +31,11 @@ use super::plan::{plan, PlanContext, PlanState};
 use super::render::{ipvsadm_list, ipvsadm_save};
 use super::table::{IpvsTable, VirtualServerKey};
 use crate::api::EndpointSlice;
+use crate::collections::SortedMap;
 use crate::controlplane::ControlPlane;
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
 /// The inputs of an `ipvsTable` or `plan` step; each replaces what the
@@ -64,7 +64,7 @@ pub struct ProxyStep {
     /// `plan` only: connection counters to set in the simulated kernel
     /// before planning.
     #[serde(default)]
-    pub counters: BTreeMap<VirtualServerKey, BTreeMap<SocketAddr, Counters>>,
+    pub counters: SortedMap<VirtualServerKey, SortedMap<SocketAddr, Counters>>,
     /// `plan` only: the time, in milliseconds (default: the previous step's).
     #[serde(default)]
     pub now: Option<u64>,

@@ -44,7 +44,9 @@ use super::{
 };
 use crate::api::{EndpointSlice, Service};
 use crate::time::Time;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
+
+use crate::collections::{SortedMap, SortedSet};
 use std::time::Duration;
 
 /// How often things happen.
@@ -87,7 +89,7 @@ pub enum SyncAction {
     ObserveAll,
     /// Read just these virtual servers; answer with
     /// [`SyncInput::ObservedVirtualServers`].
-    ObserveVirtualServers(BTreeSet<VirtualServerKey>),
+    ObserveVirtualServers(SortedSet<VirtualServerKey>),
     /// Carry out these operations in order, a failed one not stopping the
     /// others; answer with [`SyncInput::Applied`].
     Apply(Vec<Operation>),
@@ -100,7 +102,7 @@ pub enum SyncInput {
     Observed(IpvsTable),
     /// The virtual servers asked for that the kernel has; one missing is
     /// one the kernel does not have.
-    ObservedVirtualServers(BTreeMap<VirtualServerKey, VirtualServer>),
+    ObservedVirtualServers(SortedMap<VirtualServerKey, VirtualServer>),
     /// The operations the kernel refused, in the order they were given,
     /// with why.
     Applied(Vec<(Operation, String)>),
@@ -149,7 +151,7 @@ enum Fresh {
     /// The whole table.
     Everything,
     /// These virtual servers.
-    VirtualServers(BTreeSet<VirtualServerKey>),
+    VirtualServers(SortedSet<VirtualServerKey>),
 }
 
 impl Fresh {
@@ -189,7 +191,7 @@ struct Running {
     /// The desired changes this sync plans for; later ones wait.
     changes: Changes,
     /// The keys asked for by the read under way.
-    asked: BTreeSet<VirtualServerKey>,
+    asked: SortedSet<VirtualServerKey>,
 }
 
 /// The sync loop's state.
@@ -356,10 +358,10 @@ impl SyncMachine {
             full,
             started: now,
             changes: std::mem::take(&mut self.pending),
-            asked: BTreeSet::new(),
+            asked: SortedSet::new(),
         });
         match self.observed.take() {
-            Some(observed) if !full => self.after_table(observed, Fresh::VirtualServers(BTreeSet::new()), now),
+            Some(observed) if !full => self.after_table(observed, Fresh::VirtualServers(SortedSet::new()), now),
             _ => {
                 self.phase = Phase::ReadingTable;
                 self.actions.push_back(SyncAction::ObserveAll);
@@ -424,7 +426,7 @@ impl SyncMachine {
                 .counters_read
                 .is_none_or(|t| now.since(t) >= self.settings.drain_check_period);
         if counters_stale {
-            let draining: BTreeSet<VirtualServerKey> =
+            let draining: SortedSet<VirtualServerKey> =
                 crate::sort::set_from(self.state.draining.iter().map(|(vs, _, _)| *vs));
             if let Some(keys) = self.unread(&fresh, draining) {
                 self.ask(keys);
@@ -439,7 +441,7 @@ impl SyncMachine {
     /// has not read, re-reads them first.
     fn plan_first(&mut self, observed: IpvsTable, fresh: Fresh) {
         let plan = self.plan(&observed);
-        let removing: BTreeSet<VirtualServerKey> =
+        let removing: SortedSet<VirtualServerKey> =
             crate::sort::set_from(plan.operations.iter().filter_map(removes_real_server_of));
         if let Some(keys) = self.unread(&fresh, removing) {
             self.ask(keys);
@@ -456,12 +458,12 @@ impl SyncMachine {
     }
 
     /// The keys of `keys` this sync has not read, if any.
-    fn unread(&self, fresh: &Fresh, keys: BTreeSet<VirtualServerKey>) -> Option<BTreeSet<VirtualServerKey>> {
-        let keys: BTreeSet<VirtualServerKey> = crate::sort::set_from(keys.into_iter().filter(|vs| !fresh.covers(vs)));
+    fn unread(&self, fresh: &Fresh, keys: SortedSet<VirtualServerKey>) -> Option<SortedSet<VirtualServerKey>> {
+        let keys: SortedSet<VirtualServerKey> = crate::sort::set_from(keys.into_iter().filter(|vs| !fresh.covers(vs)));
         (!keys.is_empty()).then_some(keys)
     }
 
-    fn ask(&mut self, keys: BTreeSet<VirtualServerKey>) {
+    fn ask(&mut self, keys: SortedSet<VirtualServerKey>) {
         if let Some(running) = self.running.as_mut() {
             running.asked = keys.clone();
         }
@@ -474,7 +476,7 @@ impl SyncMachine {
         &mut self,
         observed: &mut IpvsTable,
         fresh: &mut Fresh,
-        mut found: BTreeMap<VirtualServerKey, VirtualServer>,
+        mut found: SortedMap<VirtualServerKey, VirtualServer>,
     ) {
         let asked = self
             .running

@@ -4,7 +4,7 @@
 //! One type, [`IpvsTable`], serves as both the desired table (what a node
 //! should have) and the observed one (what the kernel reports, with its
 //! connection counters), so the plan is a pure diff of two values of the same
-//! type. Maps are `BTreeMap`s: iteration, JSON and rendering are
+//! type. Maps are `SortedMap`s: iteration, JSON and rendering are
 //! deterministic: virtual servers by family, protocol, address and port,
 //! numerically (`ipvsadm` lists them in its own, wrapping order, which
 //! [`order`](mod@super::order) reproduces for rendering).
@@ -17,10 +17,10 @@
 //! family's full mask (0xffffffff for IPv4, 128 for IPv6).
 
 use super::scheduler::Scheduler;
+use crate::collections::{SortedMap, SortedSet};
 use crate::family::IpFamily;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
@@ -393,7 +393,7 @@ pub struct VirtualServer {
     pub settings: VirtualServerSettings,
     /// The real servers, by address and port.
     #[serde(default)]
-    pub real_servers: BTreeMap<SocketAddr, RealServer>,
+    pub real_servers: SortedMap<SocketAddr, RealServer>,
 }
 
 /// An IPVS table: virtual servers and the addresses bound on `kube-ipvs0`.
@@ -401,9 +401,9 @@ pub struct VirtualServer {
 #[serde(rename_all = "camelCase")]
 pub struct IpvsTable {
     /// Virtual servers, in numeric key order.
-    pub virtual_servers: BTreeMap<VirtualServerKey, VirtualServer>,
+    pub virtual_servers: SortedMap<VirtualServerKey, VirtualServer>,
     /// Addresses bound on the `kube-ipvs0` dummy interface.
-    pub addresses: BTreeSet<IpAddr>,
+    pub addresses: SortedSet<IpAddr>,
 }
 
 /// The JSON form of [`IpvsTable`], before netmasks are filled in.
@@ -411,9 +411,9 @@ pub struct IpvsTable {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct IpvsTableJson {
     #[serde(default)]
-    virtual_servers: BTreeMap<VirtualServerKey, VirtualServer>,
+    virtual_servers: SortedMap<VirtualServerKey, VirtualServer>,
     #[serde(default)]
-    addresses: BTreeSet<IpAddr>,
+    addresses: SortedSet<IpAddr>,
 }
 
 impl<'de> Deserialize<'de> for IpvsTable {
@@ -577,7 +577,7 @@ mod tests {
                 timeout: 0,
                 netmask: u32::MAX,
             },
-            real_servers: BTreeMap::new(),
+            real_servers: SortedMap::new(),
         };
         for k in [
             "TCP/10.0.0.1:80",

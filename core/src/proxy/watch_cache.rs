@@ -34,8 +34,8 @@ use super::sync_loop::SyncMachine;
 use super::NodeInfo;
 use crate::api::endpoint_slice::HEADLESS_LABEL;
 use crate::api::{EndpointSlice, Node, Service};
+use crate::collections::{SortedMap, SortedSet};
 use crate::time::Time;
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 /// The label that hands a Service to another proxy.
@@ -81,20 +81,20 @@ pub struct WatchCache {
     flag_ips: Vec<IpAddr>,
     /// The host's addresses, for a Node object without any.
     host_ips: Vec<IpAddr>,
-    services: BTreeMap<String, Service>,
+    services: SortedMap<String, Service>,
     /// Slices by `namespace/name` of the slice.
-    slices: BTreeMap<String, EndpointSlice>,
+    slices: SortedMap<String, EndpointSlice>,
     /// The keys of `slices` by the Service they belong to
     /// (`namespace/service`), so one Service's update does not scan them all.
-    slices_of: BTreeMap<String, BTreeSet<String>>,
+    slices_of: SortedMap<String, SortedSet<String>>,
     node: Option<Node>,
     /// Kinds whose first list is complete.
-    listed_once: BTreeSet<WatchedKind>,
+    listed_once: SortedSet<WatchedKind>,
     /// Relists under way: the keys listed so far.
-    relisting: BTreeMap<WatchedKind, BTreeSet<String>>,
+    relisting: SortedMap<WatchedKind, SortedSet<String>>,
     /// Services (`namespace/name`) whose Service or slices changed since
     /// the machine was last fed.
-    changed: BTreeSet<String>,
+    changed: SortedSet<String>,
     node_changed: bool,
     /// Whether the machine has been fed (the first lists were complete).
     fed: bool,
@@ -117,9 +117,9 @@ pub struct ChangeStats {
     /// EndpointSlice events (`..._endpoint_changes_total`).
     pub endpoint_changes: u64,
     /// Services whose Service changed.
-    pub pending_services: BTreeSet<String>,
+    pub pending_services: SortedSet<String>,
     /// Services whose EndpointSlices changed.
-    pub pending_endpoints: BTreeSet<String>,
+    pub pending_endpoints: SortedSet<String>,
     /// When the endpoint changes were triggered
     /// (`endpoints.kubernetes.io/last-change-trigger-time`).
     pub trigger_times: Vec<Time>,
@@ -136,13 +136,13 @@ impl WatchCache {
             node_name: node_name.to_string(),
             flag_ips: Vec::new(),
             host_ips: Vec::new(),
-            services: BTreeMap::new(),
-            slices: BTreeMap::new(),
-            slices_of: BTreeMap::new(),
+            services: SortedMap::new(),
+            slices: SortedMap::new(),
+            slices_of: SortedMap::new(),
             node: None,
-            listed_once: BTreeSet::new(),
-            relisting: BTreeMap::new(),
-            changed: BTreeSet::new(),
+            listed_once: SortedSet::new(),
+            relisting: SortedMap::new(),
+            changed: SortedSet::new(),
             node_changed: false,
             fed: false,
             kubernetes_early: None,
@@ -218,7 +218,7 @@ impl WatchCache {
     /// A (re)list of `kind` begins: objects it does not list go when it
     /// ends, not before.
     pub fn begin_list(&mut self, kind: WatchedKind) {
-        self.relisting.insert(kind, BTreeSet::new());
+        self.relisting.insert(kind, SortedSet::new());
     }
 
     /// One object of the list under way.

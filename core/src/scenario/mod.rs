@@ -21,13 +21,13 @@
 
 use crate::api::pod::ContainerPort;
 use crate::api::Resource;
+use crate::collections::SortedMap;
 use crate::controlplane::snapshot::Snapshot;
 use crate::controlplane::{ClusterConfig, ControlPlane};
 use crate::proxy::scenario::{ProxySim, ProxyStep};
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 mod pods;
@@ -196,7 +196,7 @@ pub struct CreatePods {
     pub namespace: Option<String>,
     /// Labels of every Pod.
     #[serde(default)]
-    pub labels: BTreeMap<String, String>,
+    pub labels: SortedMap<String, String>,
     /// Nodes to spread the Pods over, round-robin.
     #[serde(default)]
     pub nodes: Vec<String>,

@@ -13,9 +13,9 @@ use super::metadata::{validate_labels, validate_object_meta};
 use super::names::{dns1123_label, dns1123_subdomain, label_value, qualified_name};
 use crate::api::deployment::{Deployment, LabelSelector};
 use crate::api::pod::PodSpec;
+use crate::collections::SortedMap;
 use crate::field::{BadValue, FieldError, FieldPath};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// kube-apiserver's detail for a negative count.
 const NEGATIVE: &str = "must be greater than or equal to 0";
@@ -93,7 +93,7 @@ fn nonnegative(errs: &mut Vec<FieldError>, path: &FieldPath, value: Option<i64>)
     }
 }
 
-fn mismatch(template: &FieldPath, labels: &BTreeMap<String, String>) -> FieldError {
+fn mismatch(template: &FieldPath, labels: &SortedMap<String, String>) -> FieldError {
     let path = template.child("metadata").child("labels");
     let value = if labels.is_empty() {
         BadValue::Json("null".into())

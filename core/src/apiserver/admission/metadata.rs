@@ -4,8 +4,8 @@
 
 use super::names::{dns1123_label, label_value, qualified_name};
 use crate::api::ObjectMeta;
+use crate::collections::SortedMap;
 use crate::field::{FieldError, FieldPath};
-use std::collections::BTreeMap;
 
 /// The most bytes all annotations of an object may hold, keys and values
 /// together (256 KiB).
@@ -60,7 +60,7 @@ fn mask_trailing_dash(prefix: &str) -> String {
 
 /// Label keys must be qualified names, values label values (also used for
 /// a Service's selector).
-pub fn validate_labels(labels: &BTreeMap<String, String>, path: &FieldPath) -> Vec<FieldError> {
+pub fn validate_labels(labels: &SortedMap<String, String>, path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (key, value) in labels {
         for msg in qualified_name(key) {
@@ -75,7 +75,7 @@ pub fn validate_labels(labels: &BTreeMap<String, String>, path: &FieldPath) -> V
 
 /// Annotation keys are qualified names, case aside; all of them together
 /// hold at most [`TOTAL_ANNOTATION_SIZE_LIMIT`] bytes.
-pub fn validate_annotations(annotations: &BTreeMap<String, String>, path: &FieldPath) -> Vec<FieldError> {
+pub fn validate_annotations(annotations: &SortedMap<String, String>, path: &FieldPath) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for key in annotations.keys() {
         for msg in qualified_name(&key.to_ascii_lowercase()) {

@@ -8,9 +8,9 @@ use super::metadata::{validate_labels, validate_object_meta};
 use super::names::{dns1123_label, dns1123_subdomain, iana_svc_name, parse_ip, qualified_name, special_ip, IP_MSG};
 use super::source_ranges::validate_source_ranges;
 use crate::api::service::{types, IntOrString, Service, ServicePort};
+use crate::collections::SortedSet;
 use crate::family::IpFamily;
 use crate::field::{BadValue, FieldError, FieldPath};
-use std::collections::BTreeSet;
 
 const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
 const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
@@ -166,7 +166,7 @@ fn validate_type(svc: &Service, errs: &mut Vec<FieldError>) {
 fn validate_ports(svc: &Service, errs: &mut Vec<FieldError>) {
     let ports_path = FieldPath::new("spec").child("ports");
     let multiple = svc.spec.ports.len() > 1;
-    let mut names = BTreeSet::new();
+    let mut names = SortedSet::new();
     for (i, port) in svc.spec.ports.iter().enumerate() {
         validate_port(port, &ports_path.index(i), multiple, &mut names, errs);
     }
@@ -176,7 +176,7 @@ fn validate_port(
     port: &ServicePort,
     path: &FieldPath,
     multiple: bool,
-    names: &mut BTreeSet<String>,
+    names: &mut SortedSet<String>,
     errs: &mut Vec<FieldError>,
 ) {
     if port.name.is_empty() {
@@ -251,7 +251,7 @@ fn validate_node_ports(svc: &Service, errs: &mut Vec<FieldError>) {
     }
     // Two ports asking for one NodePort are left to the allocator, whose
     // "provided port is already allocated" kube-apiserver reports first.
-    let mut keys = BTreeSet::new();
+    let mut keys = SortedSet::new();
     for (i, port) in svc.spec.ports.iter().enumerate() {
         if !keys.insert((port.port, port.protocol.clone())) {
             // kube-apiserver prints the Go struct it keys ports by.
@@ -359,7 +359,7 @@ fn validate_cluster_ips(svc: &Service, errs: &mut Vec<FieldError>) {
             "must be empty when `clusterIP` is not specified",
         ));
     }
-    let mut seen = BTreeSet::new();
+    let mut seen = SortedSet::new();
     for (i, family) in svc.spec.ip_families.iter().enumerate() {
         let path = spec.child("ipFamilies").index(i);
         if IpFamily::parse(family).is_none() {

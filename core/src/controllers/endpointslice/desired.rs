@@ -5,8 +5,8 @@
 use crate::api::endpoint_slice::{Endpoint, EndpointConditions, EndpointPort, ObjectReference};
 use crate::api::pod::{Node, Pod};
 use crate::api::service::{IntOrString, Service, ServicePort};
+use crate::collections::SortedMap;
 use crate::family::IpFamily;
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// A set of ports in a canonical order (sorted), so that two Pods resolving
@@ -19,7 +19,7 @@ pub struct Group {
     /// The ports, in the Service's port order.
     pub ports: Vec<EndpointPort>,
     /// The endpoints, by identity.
-    pub endpoints: BTreeMap<EndpointKey, Endpoint>,
+    pub endpoints: SortedMap<EndpointKey, Endpoint>,
 }
 
 /// What makes two endpoints "the same endpoint" (Kubernetes' `hashEndpoint`):
@@ -73,12 +73,12 @@ pub fn address_families(service: &Service) -> Vec<IpFamily> {
 
 /// The Service's selector, when it has a non-empty one. An empty selector
 /// reads as none, as it does once kube-apiserver has stored it.
-pub fn selector(service: &Service) -> Option<&BTreeMap<String, String>> {
+pub fn selector(service: &Service) -> Option<&SortedMap<String, String>> {
     service.spec.selector.as_ref().filter(|s| !s.is_empty())
 }
 
 /// True when every key/value of `selector` is among the Pod's labels.
-pub fn selects(selector: &BTreeMap<String, String>, pod: &Pod) -> bool {
+pub fn selects(selector: &SortedMap<String, String>, pod: &Pod) -> bool {
     selector
         .iter()
         .all(|(k, v)| pod.metadata.labels.get(k).is_some_and(|l| l == v))
@@ -175,10 +175,10 @@ pub fn pod_endpoint(pod: &Pod, node: Option<&Node>, service: &Service, family: I
 pub fn desired_groups(
     service: &Service,
     pods: &[&Pod],
-    nodes: &BTreeMap<String, Node>,
+    nodes: &SortedMap<String, Node>,
     families: &[IpFamily],
-) -> BTreeMap<IpFamily, BTreeMap<PortKey, Group>> {
-    let mut groups: BTreeMap<IpFamily, BTreeMap<PortKey, Group>> = BTreeMap::new();
+) -> SortedMap<IpFamily, SortedMap<PortKey, Group>> {
+    let mut groups: SortedMap<IpFamily, SortedMap<PortKey, Group>> = SortedMap::new();
     let Some(selector) = selector(service) else {
         return groups;
     };
@@ -195,7 +195,7 @@ pub fn desired_groups(
                     .entry(key.clone())
                     .or_insert_with(|| Group {
                         ports: ports.clone(),
-                        endpoints: BTreeMap::new(),
+                        endpoints: SortedMap::new(),
                     });
                 group.endpoints.insert(EndpointKey::of(&endpoint), endpoint);
             }
@@ -340,7 +340,7 @@ mod tests {
         let mut other = with_port(pod("e", &["10.0.0.5"], true), "http", 8080, None);
         other.metadata.labels.insert("app".into(), "db".into());
         let pods = [&a, &b, &done, &no_ip, &other];
-        let groups = desired_groups(&svc, &pods, &BTreeMap::new(), &[IpFamily::IPv4]);
+        let groups = desired_groups(&svc, &pods, &SortedMap::new(), &[IpFamily::IPv4]);
         let v4 = &groups[&IpFamily::IPv4];
         assert_eq!(v4.len(), 2);
         let sizes: Vec<usize> = v4.values().map(|g| g.endpoints.len()).collect();

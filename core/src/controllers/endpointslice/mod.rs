@@ -41,8 +41,8 @@ use crate::api::endpoint_slice::{
 use crate::api::pod::{Node, Pod};
 use crate::api::service::{types, Service};
 use crate::api::ObjectMeta;
+use crate::collections::SortedMap;
 use crate::family::IpFamily;
-use std::collections::BTreeMap;
 
 /// The `apiVersion` of EndpointSlices.
 pub const API_VERSION: &str = "discovery.k8s.io/v1";
@@ -65,7 +65,7 @@ pub fn manages(service: &Service) -> bool {
 pub fn desired_slices(
     service: &Service,
     pods: &[&Pod],
-    nodes: &BTreeMap<String, Node>,
+    nodes: &SortedMap<String, Node>,
     existing: &[&EndpointSlice],
     max_endpoints_per_slice: usize,
 ) -> Vec<EndpointSlice> {
@@ -100,8 +100,8 @@ pub fn desired_slices(
 
 /// The labels of `service`'s managed slices: its own labels minus the
 /// reserved ones, then the reserved ones set by the controller.
-pub fn slice_labels(service: &Service) -> BTreeMap<String, String> {
-    let mut labels: BTreeMap<String, String> = crate::sort::map_from(
+pub fn slice_labels(service: &Service) -> SortedMap<String, String> {
+    let mut labels: SortedMap<String, String> = crate::sort::map_from(
         service
             .metadata
             .labels
@@ -121,7 +121,7 @@ pub fn slice_labels(service: &Service) -> BTreeMap<String, String> {
 pub struct SliceTemplate<'a> {
     service: &'a Service,
     family: IpFamily,
-    labels: BTreeMap<String, String>,
+    labels: SortedMap<String, String>,
 }
 
 impl SliceTemplate<'_> {
@@ -179,13 +179,13 @@ mod tests {
         s.metadata.name = "web".into();
         s.metadata.namespace = "default".into();
         s.metadata.uid = "uid-web".into();
-        s.metadata.labels = BTreeMap::from([
+        s.metadata.labels = SortedMap::from([
             ("team".to_string(), "shop".to_string()),
             (MANAGED_BY_LABEL.to_string(), "someone-else".to_string()),
         ]);
         s.spec.cluster_ip = "10.96.0.10".into();
         s.spec.ip_families = vec!["IPv4".into()];
-        s.spec.selector = Some(BTreeMap::from([("app".to_string(), "web".to_string())]));
+        s.spec.selector = Some(SortedMap::from([("app".to_string(), "web".to_string())]));
         s.spec.ports.push(ServicePort {
             port: 80,
             ..ServicePort::default()
@@ -217,7 +217,7 @@ mod tests {
     fn run(svc: &Service, pods: &[Pod], existing: &[EndpointSlice], max: usize) -> Vec<EndpointSlice> {
         let pods: Vec<&Pod> = pods.iter().collect();
         let existing: Vec<&EndpointSlice> = existing.iter().collect();
-        let mut out = desired_slices(svc, &pods, &BTreeMap::new(), &existing, max);
+        let mut out = desired_slices(svc, &pods, &SortedMap::new(), &existing, max);
         for (i, slice) in out.iter_mut().enumerate() {
             if slice.metadata.name.is_empty() {
                 slice.metadata.name = format!("web-new{i}");
@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn only_services_with_a_selector_are_managed() {
         let mut svc = service();
-        svc.spec.selector = Some(BTreeMap::new());
+        svc.spec.selector = Some(SortedMap::new());
         assert!(run(&svc, &pods(2), &[], 100).is_empty());
         svc.spec.selector = None;
         assert!(run(&svc, &pods(2), &[], 100).is_empty());

@@ -17,20 +17,20 @@
 use super::desired::{EndpointKey, Group, PortKey};
 use super::SliceTemplate;
 use crate::api::endpoint_slice::{Endpoint, EndpointSlice};
-use std::collections::BTreeMap;
+use crate::collections::SortedMap;
 
 /// The slices of one family after reconciling: unchanged ones as they were,
 /// changed ones with their new content, new ones without a name.
 pub fn reconcile_family(
     template: &SliceTemplate<'_>,
     mut existing: Vec<&EndpointSlice>,
-    desired: BTreeMap<PortKey, Group>,
+    desired: SortedMap<PortKey, Group>,
     max_endpoints: usize,
 ) -> Vec<EndpointSlice> {
     crate::sort::sort_by(&mut existing, |a, b| a.metadata.name.cmp(&b.metadata.name));
     let existing_count = existing.len();
     let mut to_delete: Vec<EndpointSlice> = Vec::new();
-    let mut by_ports: BTreeMap<PortKey, Vec<&EndpointSlice>> = BTreeMap::new();
+    let mut by_ports: SortedMap<PortKey, Vec<&EndpointSlice>> = SortedMap::new();
     for slice in existing {
         if template.owns(slice) {
             let mut key = slice.ports.clone();
@@ -149,7 +149,7 @@ fn reconcile_ports(
 }
 
 /// Moves endpoints from `desired` into `slice`, in order, until it is full.
-fn fill(slice: &mut EndpointSlice, desired: &mut BTreeMap<EndpointKey, Endpoint>, max_endpoints: usize) {
+fn fill(slice: &mut EndpointSlice, desired: &mut SortedMap<EndpointKey, Endpoint>, max_endpoints: usize) {
     while slice.endpoints.len() < max_endpoints {
         let Some((_, endpoint)) = desired.pop_first() else {
             break;

@@ -20,11 +20,11 @@ use crate::api::manifest::Object;
 use crate::api::pod::{PodCondition, PodIp};
 use crate::api::{ObjectMeta, Pod};
 use crate::apiserver::admission::deployment::{validate_deployment, validate_deployment_update};
+use crate::collections::SortedSet;
 use crate::controllers::deployment::{self as controller, ALPHABET};
 use crate::field::{FieldError, FieldPath};
 use crate::scheduler::{pick_node, pod_cidrs};
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 impl Stored for Deployment {
@@ -233,7 +233,7 @@ impl ControlPlane {
         let node_name = node.metadata.name.clone();
         // Every address a Pod holds, whatever its Node: a Pod a user
         // applied without a Node may hold one of this Node's addresses.
-        let in_use: BTreeSet<IpAddr> = crate::sort::set_from(
+        let in_use: SortedSet<IpAddr> = crate::sort::set_from(
             (self.pods.values())
                 .filter(|p| !p.is_terminal())
                 .flat_map(Pod::ips)

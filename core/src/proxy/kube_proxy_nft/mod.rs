@@ -44,10 +44,10 @@ use super::node::NodeInfo;
 use super::table::Protocol;
 use crate::api::service::types;
 use crate::api::{EndpointSlice, Service};
+use crate::collections::SortedSet;
 use crate::family::IpFamily;
 use ipnetwork::IpNetwork;
 use print::{chain_block, set_block, Atom, Element};
-use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 
 /// What kube-proxy is configured with, beyond Services and slices.
@@ -82,7 +82,7 @@ struct Port {
     /// This node's endpoints, for `Local` policies.
     local: Vec<SocketAddr>,
     /// Endpoints on this node (for the hairpin set).
-    on_node: BTreeSet<SocketAddr>,
+    on_node: SortedSet<SocketAddr>,
     internal_local: bool,
     external_local: bool,
 }
@@ -230,8 +230,8 @@ struct ServiceRules {
 
 fn service_rules(ports: &[Port], f: &Family, pod_cidrs: &[String]) -> ServiceRules {
     let mut out = ServiceRules::default();
-    let mut cluster_ips = BTreeSet::new();
-    let mut hairpin = BTreeSet::new();
+    let mut cluster_ips = SortedSet::new();
+    let mut hairpin = SortedSet::new();
     let element = |key: Vec<Atom>, comment: Option<&str>, value: &str| Element {
         key,
         comment: comment.map(str::to_string),

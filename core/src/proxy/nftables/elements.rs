@@ -28,13 +28,13 @@ use super::sets::SetKind;
 use crate::api::endpoint_slice::EndpointSlice;
 use crate::api::service::types;
 use crate::api::Service;
+use crate::collections::SortedSet;
 use crate::family::IpFamily;
 use crate::proxy::categorize::port_endpoints;
 use crate::proxy::desired::ServiceFragment;
 use crate::proxy::node::NodeInfo;
 use crate::proxy::table::{Protocol, VirtualServerKey};
 use ipnetwork::IpNetwork;
-use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 /// One element of one set.
@@ -51,7 +51,7 @@ pub struct SetElement {
 /// Collects elements for one Service.
 struct Collector<'a> {
     fragment: &'a ServiceFragment,
-    out: BTreeSet<SetElement>,
+    out: SortedSet<SetElement>,
 }
 
 impl Collector<'_> {
@@ -73,10 +73,10 @@ pub fn service_elements(
     slices: &[&EndpointSlice],
     node: &NodeInfo,
     fragment: &ServiceFragment,
-) -> BTreeSet<SetElement> {
+) -> SortedSet<SetElement> {
     let mut c = Collector {
         fragment,
-        out: BTreeSet::new(),
+        out: SortedSet::new(),
     };
     for ip in &fragment.addresses {
         c.add(SetKind::IpvsAddresses, IpFamily::of(*ip), vec![Value::Addr(*ip)]);
@@ -213,7 +213,7 @@ fn full_prefix(family: IpFamily) -> u8 {
 }
 
 /// The node's own elements: the addresses NodePorts listen on.
-pub fn node_elements(node: &NodeInfo) -> BTreeSet<SetElement> {
+pub fn node_elements(node: &NodeInfo) -> SortedSet<SetElement> {
     crate::sort::set_from(node.ips.iter().map(|ip| SetElement {
         kind: SetKind::NodePortIps,
         family: IpFamily::of(*ip),

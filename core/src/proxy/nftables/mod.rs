@@ -49,9 +49,9 @@ pub use render::nft_text;
 use super::desired::{service_fragment, slices_by_service, ProxyConfig};
 use super::node::NodeInfo;
 use crate::api::{EndpointSlice, Service};
+use crate::collections::SortedMap;
 use elements::{node_elements, service_elements};
 use sets::{SetKind, FAMILIES};
-use std::collections::BTreeMap;
 
 /// The table's family.
 pub const TABLE_FAMILY: &str = "inet";
@@ -81,7 +81,7 @@ pub fn desired_ruleset<'s, 'e>(
     config: &ProxyConfig,
 ) -> Table {
     let groups = slices_by_service(slices);
-    let by_key: BTreeMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
+    let by_key: SortedMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
     let mut table = empty_table(config);
     let mut all = node_elements(node);
     for (key, svc) in by_key {

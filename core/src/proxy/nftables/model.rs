@@ -3,8 +3,8 @@
 //! agent can emit them as nf_tables netlink messages and diff set elements,
 //! and [`render`](super::render) can print them as `nft` text.
 
+use crate::collections::SortedSet;
 use crate::proxy::table::Protocol;
-use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 /// One nftables table, with its sets and chains in the order they are
@@ -45,7 +45,7 @@ pub struct Set {
     /// What the set holds, and which kube-proxy ipset it replaces.
     pub comment: &'static str,
     /// The elements, sorted.
-    pub elements: BTreeSet<Element>,
+    pub elements: SortedSet<Element>,
 }
 
 /// One field of a set key, as nftables names its data types.

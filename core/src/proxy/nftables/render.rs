@@ -8,9 +8,9 @@ use super::model::{
     BaseChain, Chain, ChainType, CtState, Element, Expr, Field, Hook, KeyType, MarkOp, Op, PriorityName, Right, Rule,
     Set, Table, Value, Verdict,
 };
+use crate::collections::SortedSet;
 use crate::proxy::table::Protocol;
 use serde::Serialize;
-use std::collections::BTreeSet;
 
 /// One line of the ruleset's text, with what the playground shows beside
 /// it: whether it belongs to the Service picked (a set element of it), and
@@ -28,13 +28,13 @@ pub struct NftLine {
 
 /// `table inet svcnet { ... }`.
 pub fn nft_text(table: &Table) -> String {
-    let lines = nft_lines(table, &BTreeSet::new());
+    let lines = nft_lines(table, &SortedSet::new());
     lines.into_iter().map(|l| l.text + "\n").collect()
 }
 
 /// The lines of [`nft_text`], each element of `highlight` (set name and
 /// element) marked.
-pub fn nft_lines(table: &Table, highlight: &BTreeSet<(String, Element)>) -> Vec<NftLine> {
+pub fn nft_lines(table: &Table, highlight: &SortedSet<(String, Element)>) -> Vec<NftLine> {
     let mut lines = vec![plain(format!("table {} {} {{", table.family, table.name))];
     for (i, set) in table.sets.iter().enumerate() {
         if i > 0 {
@@ -60,7 +60,7 @@ fn plain(text: String) -> NftLine {
     }
 }
 
-fn write_set(out: &mut Vec<NftLine>, set: &Set, highlight: &BTreeSet<(String, Element)>) {
+fn write_set(out: &mut Vec<NftLine>, set: &Set, highlight: &SortedSet<(String, Element)>) {
     let key: Vec<&str> = set.key.iter().map(|k| key_type(*k)).collect();
     out.push(plain(format!("\tset {} {{", set.name)));
     out.push(plain(format!("\t\ttype {}", key.join(" . "))));

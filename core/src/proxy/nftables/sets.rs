@@ -3,8 +3,8 @@
 //! changes when Services, endpoints or the node's addresses change.
 
 use super::model::{Field, KeyType, Set};
+use crate::collections::SortedSet;
 use crate::family::IpFamily;
-use std::collections::BTreeSet;
 
 /// What a set holds. Each exists once per family (`-v4`, `-v6`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,7 +122,7 @@ impl SetKind {
             key: self.key(family),
             interval: self == SetKind::FirewallAllow,
             comment: self.comment(),
-            elements: BTreeSet::new(),
+            elements: SortedSet::new(),
         }
     }
 }

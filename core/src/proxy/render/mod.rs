@@ -287,8 +287,8 @@ impl fmt::Display for Ntop6 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collections::SortedMap;
     use crate::proxy::table::{full_netmask, RealServer, VirtualServer};
-    use std::collections::BTreeMap;
 
     fn settings(scheduler: &str, flags: Flags, timeout: u32, key: &VirtualServerKey) -> VirtualServerSettings {
         VirtualServerSettings {
@@ -323,7 +323,7 @@ mod tests {
         ];
         for (k, sched, flags, timeout, real) in entries {
             let key: VirtualServerKey = k.parse().expect("key");
-            let real_servers: BTreeMap<SocketAddr, RealServer> = real
+            let real_servers: SortedMap<SocketAddr, RealServer> = real
                 .iter()
                 .map(|(a, w)| (a.parse().expect("addr"), RealServer::masq(*w)))
                 .collect();

@@ -13,7 +13,7 @@ use super::super::table::{
     full_netmask, Flags, Forward, IpvsTable, Protocol, RealServer, VirtualServer, VirtualServerKey,
     VirtualServerSettings,
 };
-use std::collections::BTreeMap;
+use crate::collections::SortedMap;
 use std::net::{Ipv4Addr, SocketAddr};
 
 /// A line of `ipvsadm-save` text that could not be read, with its number
@@ -112,7 +112,7 @@ fn parse_line(line: &str, table: &mut IpvsTable) -> Result<(), SaveProblem> {
             };
             let server = VirtualServer {
                 settings,
-                real_servers: BTreeMap::new(),
+                real_servers: SortedMap::new(),
             };
             table.virtual_servers.insert(service, server);
         }

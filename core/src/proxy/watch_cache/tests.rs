@@ -97,7 +97,7 @@ fn t(secs: u64) -> Time {
 }
 
 /// The ClusterIPs a list of operations binds or gives virtual servers.
-fn addresses(ops: &[Operation]) -> BTreeSet<String> {
+fn addresses(ops: &[Operation]) -> SortedSet<String> {
     ops.iter()
         .filter_map(|op| match op {
             Operation::AddVirtualServer { virtual_server, .. } => Some(virtual_server.address.to_string()),
@@ -142,13 +142,13 @@ fn kubernetes_is_programmed_first_and_alone_then_the_rest() {
     cache.feed(&mut m, t(0));
     let first = serve(&mut m, &mut kernel, t(0));
     let kubernetes_ip = cp.service("default", "kubernetes").unwrap().spec.cluster_ip.clone();
-    assert_eq!(addresses(&first), BTreeSet::from([kubernetes_ip]));
+    assert_eq!(addresses(&first), SortedSet::from([kubernetes_ip]));
 
     assert!(m.handle_timeout(t(1)), "the rest follows after min-sync-period");
     let rest = serve(&mut m, &mut kernel, t(1));
     assert_eq!(
         addresses(&rest),
-        BTreeSet::from(["10.96.0.20".to_string(), "10.96.0.30".to_string()])
+        SortedSet::from(["10.96.0.20".to_string(), "10.96.0.30".to_string()])
     );
     assert_eq!(&kernel, m.desired());
     assert_eq!(m.node().zone.as_deref(), Some("zone-1"), "topology from the Node");
@@ -198,7 +198,7 @@ fn kubernetes_read_at_start_is_programmed_before_the_lists_and_touches_nothing_e
     cache.feed(&mut m, t(0));
     assert!(!cache.synced());
     let first = serve(&mut m, &mut kernel, t(0));
-    assert_eq!(addresses(&first), BTreeSet::from([kubernetes_ip.clone()]));
+    assert_eq!(addresses(&first), SortedSet::from([kubernetes_ip.clone()]));
     let mut others = kernel.clone();
     others
         .virtual_servers
@@ -374,7 +374,7 @@ fn change_counts_and_trigger_times_follow_kube_proxy() {
         (0, 1),
         "an unchanged slice is no change"
     );
-    assert_eq!(stats.pending_endpoints, BTreeSet::from(["default/web".to_string()]));
+    assert_eq!(stats.pending_endpoints, SortedSet::from(["default/web".to_string()]));
     assert_eq!(stats.trigger_times, [Time::from_secs(1_795_547_069)]);
     assert!(cache.node_eligible());
 }
