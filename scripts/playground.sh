@@ -6,8 +6,11 @@
 #
 #   prepare   copy the browser package `make wasm` wrote (target/wasm/web/)
 #             into web/pkg/, where web/js/app.js imports it (git-ignored),
-#             with .br and .gz copies of its files beside them
-#             (scripts/precompress.mjs) for serve
+#             bundle web/js/ with it into web/pkg/playground.js, minified
+#             (scripts/web-bundle/site.mjs; the one script index.html
+#             loads), write .br and .gz copies beside them
+#             (scripts/precompress.mjs) for serve, and print the page's
+#             download size against issue 16's 350 KB
 #   offline   the file:// build in target/playground-offline/: web/js/ and
 #             web/pkg/ bundled into one classic script with the wasm inside
 #             (scripts/web-bundle/bundle.mjs, with the pinned esbuild from
@@ -41,9 +44,32 @@ prepare() {
     mkdir -p "$WEB/pkg"
     cp "$PKG_SRC/svcnet_wasm.js" "$PKG_SRC/svcnet_wasm_bg.wasm" "$WEB/pkg/"
     [[ -f "$PKG_SRC/svcnet_wasm.d.ts" ]] && cp "$PKG_SRC/svcnet_wasm.d.ts" "$WEB/pkg/"
-    node "$ROOT/scripts/precompress.mjs" "$WEB/pkg/svcnet_wasm_bg.wasm" "$WEB/pkg/svcnet_wasm.js" |
+    npm_ci "$ROOT/scripts/web-bundle"
+    node "$ROOT/scripts/web-bundle/site.mjs"
+    node "$ROOT/scripts/precompress.mjs" "$WEB/pkg/svcnet_wasm_bg.wasm" "$WEB/pkg/svcnet_wasm.js" "$WEB/pkg/playground.js" |
         sed 's/^/[playground] web\/pkg\//' >&2
+    page_size
     log "web/pkg/ is ready for any static host (.br and .gz beside the files for one that sends them)"
+}
+
+# Issue 16: what the page downloads besides its HTML and CSS, the wasm and
+# its one script, at most 350,000 bytes gzip -9 together
+# (SVCNET_PAGE_BUDGET=N for another limit, e.g. on rustup's wasm32 route,
+# whose std is not built for size). Prints the sizes, writes them to
+# target/wasm/page-size.txt and fails when the page is over.
+page_size() {
+    local wasm js budget="${SVCNET_PAGE_BUDGET:-350000}"
+    wasm="$(gzip -9c "$WEB/pkg/svcnet_wasm_bg.wasm" | wc -c)"
+    js="$(gzip -9c "$WEB/pkg/playground.js" | wc -c)"
+    {
+        echo "the page's download, gzip -9: svcnet_wasm_bg.wasm $wasm B + playground.js (web/js and the glue, minified) $js B = $((wasm + js)) B"
+        if ((wasm + js <= budget)); then
+            echo "budget (issue 16): at most $budget B; within it"
+        else
+            echo "budget (issue 16): at most $budget B; OVER by $((wasm + js - budget))"
+        fi
+    } | tee "$ROOT/target/wasm/page-size.txt" | sed 's/^/[playground] /' >&2
+    ((wasm + js <= budget)) || die "the page is over its budget (target/wasm/page-size.txt)"
 }
 
 # npm ci in "$1" unless node_modules/ was installed from the same lock file.

@@ -25,9 +25,11 @@
 #      packages as wasm-bindgen wrote them. (Debian 12's binaryen 108 is
 #      not used: it writes a module that fails to instantiate.)
 #   5. Print the bundle size, raw, gzip -9 and Brotli, before and after
-#      wasm-opt, and whether wasm and JS together are within the 350 KB
+#      wasm-opt, and whether the wasm and its glue are within the 350 KB
 #      (350,000 bytes) gzip budget of issue 16, and write it to
-#      target/wasm/size.txt. (Not enforced yet: the bundle is still over.)
+#      target/wasm/size.txt. The page's whole download (the wasm and
+#      web/pkg/playground.js: web/js and the glue, minified) is measured,
+#      and held to the budget, by scripts/playground.sh prepare.
 #
 # Usage: scripts/wasm-package.sh [build | bindgen-version | install-bindgen | install-opt]
 #
@@ -106,15 +108,23 @@ WASM_OPT_VERSION=132
 # 1,697,435 and 486,784 (23 s), -O3 1,698,001 and 486,688 (48 s).
 WASM_OPT_FLAGS=(-Os --skip-pass=inlining-optimizing)
 # What only the Node package needs: the behaviour-vector runner (`runVector`,
-# svcnet_core::scenario and the proxy simulation under it). wasm-opt drops
-# its export from the browser module and, with it, the code nothing else
-# reaches: measured, 1,697,435 -> 1,476,096 bytes, 486,785 -> 434,167 gzip.
-# One Cargo build for both packages (a Cargo feature would mean a second
-# LTO build of the whole module, a minute or more, in every make wasm); the
-# browser package's glue still declares runVector, which throws there.
-NODE_ONLY_EXPORTS=(runVector)
+# svcnet_core::scenario and the proxy simulation under it) and the parts of
+# the JS API the playground never calls (it drives the cluster through
+# `kubectl` lines and replays them to restore one, so it needs no `new
+# Cluster(config)`, `apply`, `delete`, snapshots, `advance`/`heartbeat`,
+# `repair`, `dnsZone` or the ipvsadm texts; wasm/README.md lists what each
+# package has). wasm-opt drops those exports from the browser module and,
+# with them, the code nothing else reaches: measured, the vector runner
+# 486,785 -> 434,167 B gzip, the rest 355,035 -> 324,853. One Cargo build
+# for both packages (a Cargo feature would mean a second LTO build of the
+# whole module, a minute or more, in every make wasm); the browser
+# package's glue still declares them, and calling one throws there.
+NODE_ONLY_EXPORTS=(runVector cluster_new cluster_apply cluster_delete cluster_advance cluster_heartbeat
+    cluster_now cluster_dnsZone cluster_ipvsadmList cluster_ipvsadmSave cluster_repair cluster_restore
+    cluster_snapshot cluster_snapshotJson)
 
 # Issue 16: the browser download, wasm and JS together, at most 350 KB gzip.
+# (Here the wasm-bindgen package; scripts/playground.sh checks the page.)
 BUDGET_GZIP=350000
 
 # Prints the path of the pinned wasm-opt, installing it (npm ci in
@@ -171,10 +181,10 @@ optimise() {
     fi
     local bin started=$SECONDS
     bin="$(ensure_wasm_opt)"
-    local export drop=()
-    for export in "${NODE_ONLY_EXPORTS[@]}"; do
-        drop+=(--remove-exports "--pass-arg=remove-exports@$export")
-    done
+    # The pass takes one argument: the export names, comma-separated.
+    local names drop
+    names="$(IFS=,; echo "${NODE_ONLY_EXPORTS[*]}")"
+    drop=(--remove-exports "--pass-arg=remove-exports@$names")
     log "+ wasm-opt -g ${WASM_OPT_FLAGS[*]} on target/wasm/node and ${drop[*]} ${WASM_OPT_FLAGS[*]} on target/wasm/web, side by side"
     # -g keeps the Node package's function names.
     wasm_opt "$bin" "$node_wasm" "$node_wasm.opt" -g &
@@ -217,9 +227,9 @@ report_size() {
             printf "$row" "(wasm before wasm-opt)" "$before_raw" "$before_gz" "$before_br"
         fi
         if ((total_gz <= BUDGET_GZIP)); then
-            echo "budget (issue 16): wasm and JS at most $BUDGET_GZIP bytes gzip -9; $total_gz is within it"
+            echo "budget (issue 16): wasm and glue at most $BUDGET_GZIP bytes gzip -9; $total_gz is within it"
         else
-            echo "budget (issue 16): wasm and JS at most $BUDGET_GZIP bytes gzip -9; OVER by $((total_gz - BUDGET_GZIP)) ($((total_gz * 100 / BUDGET_GZIP)) % of it)"
+            echo "budget (issue 16): wasm and glue at most $BUDGET_GZIP bytes gzip -9; OVER by $((total_gz - BUDGET_GZIP)) ($((total_gz * 100 / BUDGET_GZIP)) % of it)"
         fi
     } >"$OUT/size.txt"
     echo

@@ -62,8 +62,7 @@ if (/\bimport\.meta\b|^\s*(import|export)\s/m.test(bundled)) die(`${SCRIPT} stil
 // 2. index.html: the served page, with the module script swapped for the bundle.
 let html = await readFile(join(WEB, 'index.html'), 'utf8');
 const swaps = [
-  [/^[ \t]*<link rel="modulepreload"[^>]*>\r?\n/m, ''],
-  [/<script type="module" src="js\/main\.js"><\/script>/, `<script src="${SCRIPT}"></script>`],
+  [/<script type="module" src="pkg\/playground\.js"><\/script>/, `<script src="${SCRIPT}"></script>`],
 ];
 for (const [pattern, replacement] of swaps) {
   if (!pattern.test(html)) die(`web/index.html no longer matches ${pattern}: update scripts/web-bundle/bundle.mjs`);
