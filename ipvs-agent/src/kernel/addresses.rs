@@ -1,23 +1,19 @@
 //! Binding and unbinding many addresses on `kube-ipvs0` at once:
 //! [`AddressSocket`] sends RTM_NEWADDR and RTM_DELADDR requests (built with
 //! `rtnetlink`'s [`AddressMessageBuilder`], /32 or /128) many per `sendmsg`
-//! on a `NETLINK_ROUTE` socket of its own, and matches every ACK or error to
+//! on a `NETLINK_ROUTE` [`NetlinkSocket`], and matches every ACK or error to
 //! its request by sequence number: programming 5,000 ClusterIPs from empty
 //! takes a few `sendmsg` calls instead of 5,000 round trips.
 //!
-//! It works like the IPVS socket ([`super::genl`]): the socket is
-//! non-blocking and never waits, since the kernel handles an rtnetlink
-//! `sendmsg` synchronously (every request carried out, in order, and its
-//! answer queued before `sendmsg` returns); an answer still missing once the
-//! queue is empty was lost, and is reported so instead of hanging the agent.
-//! Batches are cut by bytes and by the receive buffer's room for answers
-//! ([`MAX_BATCH_BYTES`], [`ACK_BUDGET`]).
+//! It works like the IPVS socket ([`super::genl`]): an answer still missing
+//! once the queue is empty was lost, and is reported so instead of hanging
+//! the agent. Batches are cut by bytes and by the receive buffer's room for
+//! answers ([`MAX_BATCH_BYTES`], [`NetlinkSocket::max_batch_requests`]).
 //!
 //! Like `ip address add` and `del`, binding an address already bound
 //! (EEXIST) and unbinding one not bound (EADDRNOTAVAIL, or ENODEV when the
 //! link itself is gone) succeed: the kernel then holds what was asked.
 
-use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use netlink_packet_core::{
@@ -25,13 +21,12 @@ use netlink_packet_core::{
     NLM_F_EXCL, NLM_F_REQUEST,
 };
 use netlink_sys::protocols::NETLINK_ROUTE;
-use netlink_sys::{Socket, SocketAddr};
 use rtnetlink::packet_route::RouteNetlinkMessage;
 use rtnetlink::AddressMessageBuilder;
 
 use super::error::LinkError;
-use super::genl::{grow_receive_buffer, SocketStats, ACK_BUDGET, MAX_BATCH_BYTES, READ_SIZE};
 use super::link::host_prefix;
+use super::socket::{Acks, NetlinkSocket, SocketStats, MAX_BATCH_BYTES};
 
 const ENODEV: i32 = 19;
 const EEXIST: i32 = 17;
@@ -79,7 +74,7 @@ impl AddressChange {
     fn outcome(self, errno: i32, link: &str) -> Result<(), LinkError> {
         match (self, errno) {
             (_, 0) | (Self::Bind(_), EEXIST) | (Self::Unbind(_), EADDRNOTAVAIL | ENODEV) => Ok(()),
-            _ => Err(self.failed(link, io::Error::from_raw_os_error(errno).to_string())),
+            _ => Err(self.failed(link, std::io::Error::from_raw_os_error(errno).to_string())),
         }
     }
 
@@ -95,41 +90,25 @@ impl AddressChange {
 /// A `NETLINK_ROUTE` socket that binds and unbinds addresses in batches.
 #[derive(Debug)]
 pub struct AddressSocket {
-    socket: Socket,
+    socket: NetlinkSocket,
     link: String,
     next_seq: u32,
-    max_batch_requests: usize,
-    buf: Vec<u8>,
-    stats: SocketStats,
 }
 
 impl AddressSocket {
     /// Open the socket for the link named `link` (the name is for error
     /// messages; requests name the link by index).
     pub fn open(link: &str) -> Result<Self, LinkError> {
-        let mut socket = Socket::new(NETLINK_ROUTE).map_err(LinkError::Connect)?;
-        socket.bind_auto().map_err(LinkError::Connect)?;
-        socket.connect(&SocketAddr::new(0, 0)).map_err(LinkError::Connect)?;
-        // Errors echo only the header: the request is known by sequence
-        // number. Kernels before 4.3 lack the option; full echoes work too.
-        if let Err(error) = socket.set_cap_ack(true) {
-            log::debug!("NETLINK_CAP_ACK: {error}");
-        }
-        let receive_buffer = grow_receive_buffer(&socket);
-        socket.set_non_blocking(true).map_err(LinkError::Connect)?;
         Ok(Self {
-            socket,
+            socket: NetlinkSocket::open(NETLINK_ROUTE, Acks::Capped).map_err(LinkError::Connect)?,
             link: link.to_owned(),
             next_seq: 1,
-            max_batch_requests: (receive_buffer / ACK_BUDGET).max(8),
-            buf: Vec::with_capacity(READ_SIZE),
-            stats: SocketStats::default(),
         })
     }
 
     /// Counters since the socket was opened.
     pub fn stats(&self) -> SocketStats {
-        self.stats
+        self.socket.stats()
     }
 
     /// Carry out `changes` on the link with index `index`, in order, in as
@@ -144,7 +123,8 @@ impl AddressSocket {
             for change in rest {
                 let request = change.request(index, self.next_seq.wrapping_add(count as u32));
                 if count > 0
-                    && (bytes.len() + request.buffer_len() > MAX_BATCH_BYTES || count >= self.max_batch_requests)
+                    && (bytes.len() + request.buffer_len() > MAX_BATCH_BYTES
+                        || count >= self.socket.max_batch_requests())
                 {
                     break;
                 }
@@ -163,19 +143,19 @@ impl AddressSocket {
     fn run_batch(&mut self, bytes: &[u8], changes: &[AddressChange]) -> Vec<Result<(), LinkError>> {
         let first_seq = self.next_seq;
         self.next_seq = first_seq.wrapping_add(changes.len() as u32);
-        if let Err(error) = self.send(bytes) {
-            self.stats.lost += changes.len() as u64;
+        if let Err(error) = self.socket.send(bytes) {
+            self.socket.stats_mut().lost += changes.len() as u64;
             let message = format!("not sent: {error}");
             return (changes.iter())
                 .map(|c| Err(c.failed(&self.link, message.clone())))
                 .collect();
         }
-        self.stats.requests += changes.len() as u64;
+        self.socket.stats_mut().requests += changes.len() as u64;
         let mut errnos: Vec<Option<i32>> = vec![None; changes.len()];
         let mut pending = changes.len();
         let mut trouble: Option<String> = None;
         while pending > 0 {
-            match self.recv() {
+            match self.socket.recv() {
                 Ok(true) => {}
                 Ok(false) => break,
                 // ENOBUFS: the kernel dropped answers; read what is queued.
@@ -188,7 +168,7 @@ impl AddressSocket {
                     break;
                 }
             }
-            let answers = match acks(&self.buf) {
+            let answers = match acks(self.socket.received()) {
                 Ok(answers) => answers,
                 Err(error) => {
                     log::debug!("unreadable rtnetlink answer: {error}");
@@ -213,51 +193,17 @@ impl AddressSocket {
             let result = match errno {
                 Some(errno) => change.outcome(errno, &self.link),
                 None => {
-                    self.stats.lost += 1;
+                    self.socket.stats_mut().lost += 1;
                     let detail = trouble.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
                     Err(change.failed(&self.link, format!("no answer from the kernel{detail}")))
                 }
             };
             if errno.is_some() && result.is_err() {
-                self.stats.refused += 1;
+                self.socket.stats_mut().refused += 1;
             }
             results.push(result);
         }
         results
-    }
-
-    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let sent = self.socket.send(bytes, 0)?;
-        self.stats.sendmsg_calls += 1;
-        if sent != bytes.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("sendmsg wrote {sent} of {} bytes", bytes.len()),
-            ));
-        }
-        Ok(())
-    }
-
-    /// One `recvmsg` into `self.buf`: `Ok(false)` when nothing is queued.
-    fn recv(&mut self) -> io::Result<bool> {
-        loop {
-            self.buf.clear();
-            match self.socket.recv(&mut self.buf, libc::MSG_TRUNC) {
-                Ok(len) if len > self.buf.len() => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("a {len}-byte netlink datagram did not fit {} bytes", self.buf.len()),
-                    ))
-                }
-                Ok(_) => {
-                    self.stats.recvmsg_calls += 1;
-                    return Ok(true);
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => return Err(error),
-            }
-        }
     }
 }
 

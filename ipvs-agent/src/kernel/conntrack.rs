@@ -6,21 +6,20 @@
 //! ([`UdpFrontends::should_delete`]), delete those. Never a flush: every
 //! delete names one entry by its original tuple (and id).
 //!
-//! Like the IPVS socket, it is non-blocking and never waits: the kernel
-//! answers deletes inside `sendmsg` and produces a dump's next part inside
-//! the `recvmsg` that reads the previous one, so an empty queue (EAGAIN)
-//! before the answer means the answer is lost.
+//! Its [`NetlinkSocket`] never waits: the kernel answers deletes inside
+//! `sendmsg` and produces a dump's next part inside the `recvmsg` that
+//! reads the previous one, so an empty queue (EAGAIN) before the answer
+//! means the answer is lost.
 
 use std::collections::HashSet;
 use std::io;
 
-use netlink_sys::Socket;
 use svcnet_core::family::IpFamily;
 use svcnet_core::proxy::UdpFrontends;
 use thiserror::Error;
 
-use super::genl::READ_SIZE;
 use super::nft::open_netfilter_socket;
+use super::socket::NetlinkSocket;
 use crate::conntrack::constants::IPPROTO_UDP;
 use crate::conntrack::error::{EINVAL, ENOENT, EOPNOTSUPP};
 use crate::conntrack::{frame, parse_replies, CtEntry, CtOperation, CtRefusal, CtRequest, CtWireError, ReplyBody};
@@ -74,9 +73,8 @@ pub struct DeleteOutcome {
 /// A netfilter netlink socket for ctnetlink.
 #[derive(Debug)]
 pub struct ConntrackSocket {
-    socket: Socket,
+    socket: NetlinkSocket,
     next_seq: u32,
-    buf: Vec<u8>,
     /// Whether the kernel takes the dump filter (`CTA_FILTER`); cleared
     /// the first time it refuses it.
     kernel_filter: bool,
@@ -85,11 +83,9 @@ pub struct ConntrackSocket {
 impl ConntrackSocket {
     /// Open the socket, with capped and extended ACKs.
     pub fn open() -> Result<Self, ConntrackError> {
-        let socket = open_netfilter_socket()?;
         Ok(Self {
-            socket,
+            socket: open_netfilter_socket()?,
             next_seq: 1,
-            buf: Vec::with_capacity(READ_SIZE),
             kernel_filter: true,
         })
     }
@@ -97,27 +93,13 @@ impl ConntrackSocket {
     fn send(&mut self, requests: &[CtRequest]) -> Result<Vec<u32>, ConntrackError> {
         let (bytes, seqs) = frame(requests, self.next_seq);
         self.next_seq = seqs.last().map_or(self.next_seq, |s| s.wrapping_add(1).max(1));
-        let written = self.socket.send(&bytes, 0)?;
-        if written != bytes.len() {
-            return Err(ConntrackError::Io(io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("sendmsg wrote {written} of {} bytes", bytes.len()),
-            )));
-        }
+        self.socket.send(&bytes)?;
         Ok(seqs)
     }
 
-    /// One `recvmsg` into `self.buf`: `Ok(false)` when nothing is queued.
+    /// One queued datagram read: `Ok(false)` when nothing is queued.
     fn recv(&mut self) -> Result<bool, ConntrackError> {
-        loop {
-            self.buf.clear();
-            match self.socket.recv(&mut self.buf, 0) {
-                Ok(_) => return Ok(true),
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => return Err(error.into()),
-            }
-        }
+        Ok(self.socket.recv()?)
     }
 
     /// Every UDP entry of `family`, and how many entries could not be read
@@ -167,7 +149,7 @@ impl ConntrackSocket {
             if !self.recv()? {
                 return Err(ConntrackError::Unfinished(family));
             }
-            for reply in parse_replies(&self.buf)? {
+            for reply in parse_replies(self.socket.received())? {
                 if reply.seq != seq {
                     continue;
                 }
@@ -223,7 +205,7 @@ impl ConntrackSocket {
                 if !received {
                     break;
                 }
-                let replies = match parse_replies(&self.buf) {
+                let replies = match parse_replies(self.socket.received()) {
                     Ok(replies) => replies,
                     Err(error) => {
                         outcome.first_error.get_or_insert_with(|| error.to_string());

@@ -1,51 +1,28 @@
 //! The IPVS generic-netlink socket: [`IpvsSocket`] opens a
-//! `NETLINK_GENERIC` socket (netlink-sys), resolves the "IPVS" family id,
-//! and runs requests in batches: many requests per `sendmsg`, every answer
-//! matched to its request by sequence number.
-//!
-//! The socket is non-blocking and never waits. The kernel handles a
-//! generic-netlink `sendmsg` synchronously: by the time it returns, every
-//! request in it has been carried out and its ACK or error queued on the
-//! socket; a dump's next chunk is produced inside the `recvmsg` that reads
-//! the previous one. So once the queue is empty (EAGAIN) no answer is still
-//! coming, and a request without one is reported as lost
-//! ([`RequestError::NoAnswer`]) instead of hanging the agent.
+//! `NETLINK_GENERIC` [`NetlinkSocket`], resolves the "IPVS" family id, and
+//! runs requests in batches: many requests per `sendmsg`, every answer
+//! matched to its request by sequence number. A request without an answer
+//! once the queue is empty is reported as lost ([`RequestError::NoAnswer`])
+//! instead of hanging the agent.
 //!
 //! Batches are cut so that the answers fit the receive buffer (the kernel
 //! drops an ACK it cannot queue): at most [`MAX_BATCH_BYTES`] of requests,
-//! and at most one request per [`ACK_BUDGET`] bytes of receive buffer. A
+//! and at most one request per [`ACK_BUDGET`](super::socket::ACK_BUDGET) bytes of receive buffer. A
 //! dump ends its batch: a socket runs one dump at a time and the kernel
 //! refuses a second one with EBUSY while the first is unread.
 
 use std::collections::HashMap;
-use std::io;
-use std::os::fd::AsRawFd;
 
 use netlink_packet_core::Emitable;
 use netlink_sys::protocols::NETLINK_GENERIC;
-use netlink_sys::{Socket, SocketAddr};
 
 use super::error::{GenlError, RequestError};
 use super::family;
+use super::socket::{Acks, NetlinkSocket, SocketStats, MAX_BATCH_BYTES};
 use crate::netlink::{
     parse_replies, Batch, DestEntry, IpvsError, IpvsInfo, IpvsMessage, ReplyBody, SentRequest, ServiceEntry,
     ServiceKey, Timeouts,
 };
-
-/// At most this many bytes of requests per `sendmsg` (far below the socket's
-/// default send buffer of 208 KiB).
-pub const MAX_BATCH_BYTES: usize = 64 * 1024;
-
-/// Receive-buffer bytes reserved per request of a batch: an ACK is a small
-/// skb, but the kernel charges its whole allocation (under 1 KiB).
-pub const ACK_BUDGET: usize = 1024;
-
-/// The receive buffer asked for (with `SO_RCVBUFFORCE` as root, else capped
-/// by `net.core.rmem_max`).
-const RECEIVE_BUFFER: usize = 4 * 1024 * 1024;
-
-/// Bytes read per `recvmsg`; a netlink dump chunk is at most 32 KiB.
-pub(super) const READ_SIZE: usize = 128 * 1024;
 
 /// `struct nlmsghdr` plus `struct genlmsghdr`.
 const HEADERS_LEN: usize = 16 + 4;
@@ -58,55 +35,22 @@ pub type Answer = Result<Vec<IpvsMessage>, RequestError>;
 /// One virtual server as the kernel reports it, with its real servers.
 pub type ServiceWithDests = (ServiceEntry, Vec<DestEntry>);
 
-/// What the socket has done so far (for metrics).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SocketStats {
-    /// `sendmsg` calls (batches sent).
-    pub sendmsg_calls: u64,
-    /// `recvmsg` calls that returned data.
-    pub recvmsg_calls: u64,
-    /// Requests sent.
-    pub requests: u64,
-    /// Requests the kernel refused.
-    pub refused: u64,
-    /// Requests that could not be sent, or whose answer was lost or
-    /// unreadable.
-    pub lost: u64,
-}
-
 /// A generic-netlink socket bound to the IPVS family.
 #[derive(Debug)]
 pub struct IpvsSocket {
-    socket: Socket,
+    socket: NetlinkSocket,
     family_id: u16,
     next_seq: u32,
-    max_batch_requests: usize,
-    buf: Vec<u8>,
-    stats: SocketStats,
 }
 
 impl IpvsSocket {
     /// Open the socket and resolve the IPVS family. Fails with
     /// [`GenlError::FamilyNotRegistered`] when `ip_vs` is not loaded.
     pub fn open() -> Result<Self, GenlError> {
-        let mut socket = Socket::new(NETLINK_GENERIC)?;
-        socket.bind_auto()?;
-        socket.connect(&SocketAddr::new(0, 0))?;
-        // Errors echo only the header: the command is known by sequence
-        // number, and smaller ACKs leave room for bigger batches. Kernels
-        // before 4.3 lack the option; full echoes work as well.
-        if let Err(error) = socket.set_cap_ack(true) {
-            log::debug!("NETLINK_CAP_ACK: {error}");
-        }
-        let receive_buffer = grow_receive_buffer(&socket);
-        socket.set_non_blocking(true)?;
         let mut this = Self {
-            socket,
+            socket: NetlinkSocket::open(NETLINK_GENERIC, Acks::Capped)?,
             family_id: 0,
             next_seq: 1,
-            max_batch_requests: (receive_buffer / ACK_BUDGET).max(8),
-            buf: Vec::with_capacity(READ_SIZE),
-            stats: SocketStats::default(),
         };
         this.family_id = this.resolve_family()?;
         Ok(this)
@@ -119,12 +63,12 @@ impl IpvsSocket {
 
     /// At most this many requests go in one `sendmsg`.
     pub fn max_batch_requests(&self) -> usize {
-        self.max_batch_requests
+        self.socket.max_batch_requests()
     }
 
     /// Counters since the socket was opened.
     pub fn stats(&self) -> SocketStats {
-        self.stats
+        self.socket.stats()
     }
 
     fn take_seq(&mut self) -> u32 {
@@ -135,51 +79,13 @@ impl IpvsSocket {
 
     fn resolve_family(&mut self) -> Result<u16, GenlError> {
         let seq = self.take_seq();
-        self.send(&family::request(seq))?;
-        loop {
-            match self.recv()? {
-                Some(()) => {
-                    if let Some(id) = family::parse_reply(&self.buf, seq)? {
-                        return Ok(id);
-                    }
-                }
-                None => return Err(GenlError::Controller("no answer to CTRL_CMD_GETFAMILY".into())),
+        self.socket.send(&family::request(seq))?;
+        while self.socket.recv()? {
+            if let Some(id) = family::parse_reply(self.socket.received(), seq)? {
+                return Ok(id);
             }
         }
-    }
-
-    fn send(&mut self, bytes: &[u8]) -> Result<(), GenlError> {
-        let sent = self.socket.send(bytes, 0)?;
-        self.stats.sendmsg_calls += 1;
-        if sent != bytes.len() {
-            return Err(GenlError::Io(io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("sendmsg wrote {sent} of {} bytes", bytes.len()),
-            )));
-        }
-        Ok(())
-    }
-
-    /// One `recvmsg` into `self.buf`: `Ok(None)` when nothing is queued.
-    fn recv(&mut self) -> Result<Option<()>, GenlError> {
-        loop {
-            self.buf.clear();
-            match self.socket.recv(&mut self.buf, libc::MSG_TRUNC) {
-                Ok(len) if len > self.buf.len() => {
-                    return Err(GenlError::Io(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("a {len}-byte netlink datagram did not fit {} bytes", self.buf.len()),
-                    )))
-                }
-                Ok(_) => {
-                    self.stats.recvmsg_calls += 1;
-                    return Ok(Some(()));
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => return Err(error.into()),
-            }
-        }
+        Err(GenlError::Controller("no answer to CTRL_CMD_GETFAMILY".into()))
     }
 
     /// Run `requests` in order, in as few `sendmsg` calls as the limits
@@ -192,7 +98,7 @@ impl IpvsSocket {
         let mut sizes = Vec::new();
         let mut rest = requests.as_slice();
         while !rest.is_empty() {
-            let take = next_batch_len(rest, MAX_BATCH_BYTES, self.max_batch_requests);
+            let take = next_batch_len(rest, MAX_BATCH_BYTES, self.max_batch_requests());
             sizes.push(take);
             rest = &rest[take..];
         }
@@ -212,9 +118,9 @@ impl IpvsSocket {
     /// Send one batch and read every answer to it.
     fn run_batch(&mut self, batch: Batch) -> Vec<Answer> {
         let (bytes, sent) = batch.into_parts();
-        if let Err(error) = self.send(&bytes) {
-            let reason = error.to_string();
-            self.stats.lost += sent.len() as u64;
+        if let Err(error) = self.socket.send(&bytes) {
+            let reason = GenlError::Io(error).to_string();
+            self.socket.stats_mut().lost += sent.len() as u64;
             return (sent.iter())
                 .map(|request| {
                     Err(RequestError::NotSent {
@@ -224,27 +130,27 @@ impl IpvsSocket {
                 })
                 .collect();
         }
-        self.stats.requests += sent.len() as u64;
+        self.socket.stats_mut().requests += sent.len() as u64;
         let index: HashMap<u32, usize> = sent.iter().enumerate().map(|(i, r)| (r.seq, i)).collect();
         let mut messages: Vec<Vec<IpvsMessage>> = vec![Vec::new(); sent.len()];
         let mut finals: Vec<Option<Result<(), RequestError>>> = vec![None; sent.len()];
         let mut pending = sent.len();
         let mut trouble: Option<String> = None;
         while pending > 0 {
-            match self.recv() {
-                Ok(Some(())) => {}
-                Ok(None) => break,
+            match self.socket.recv() {
+                Ok(true) => {}
+                Ok(false) => break,
                 // ENOBUFS: the kernel dropped answers; read what is queued.
-                Err(GenlError::Io(error)) if error.raw_os_error() == Some(libc::ENOBUFS) => {
+                Err(error) if error.raw_os_error() == Some(libc::ENOBUFS) => {
                     trouble = Some("receive buffer overrun (ENOBUFS): answers were dropped".into());
                     continue;
                 }
                 Err(error) => {
-                    trouble = Some(error.to_string());
+                    trouble = Some(GenlError::Io(error).to_string());
                     break;
                 }
             }
-            for reply in parse_replies(&self.buf, self.family_id) {
+            for reply in parse_replies(self.socket.received(), self.family_id) {
                 let reply = match reply {
                     Ok(reply) => reply,
                     Err(error) => {
@@ -291,11 +197,11 @@ impl IpvsSocket {
             let answer = match outcome {
                 Some(Ok(())) => Ok(messages),
                 Some(Err(error)) => {
-                    self.stats.refused += 1;
+                    self.socket.stats_mut().refused += 1;
                     Err(error)
                 }
                 None => {
-                    self.stats.lost += 1;
+                    self.socket.stats_mut().lost += 1;
                     Err(RequestError::NoAnswer {
                         seq: request.seq,
                         cmd: request.cmd,
@@ -416,29 +322,6 @@ pub fn next_batch_len(requests: &[IpvsMessage], max_bytes: usize, max_requests: 
         }
     }
     requests.len()
-}
-
-/// Ask for a large receive buffer (`SO_RCVBUFFORCE` works as root, beyond
-/// `rmem_max`; else `SO_RCVBUF`), and return what the kernel granted.
-pub(super) fn grow_receive_buffer(socket: &Socket) -> usize {
-    let size = libc::c_int::try_from(RECEIVE_BUFFER).unwrap_or(libc::c_int::MAX);
-    // SAFETY: the pointer and length describe `size`, a live c_int, and the
-    // descriptor belongs to `socket` for the whole call.
-    let forced = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            std::ptr::from_ref(&size).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if forced != 0 {
-        if let Err(error) = socket.set_rx_buf_sz(size) {
-            log::debug!("SO_RCVBUF {size}: {error}");
-        }
-    }
-    socket.get_rx_buf_sz().unwrap_or(208 * 1024)
 }
 
 #[cfg(test)]

@@ -26,8 +26,9 @@ use super::addresses::{AddressChange, AddressSocket};
 use super::conntrack::ConntrackSocket;
 use super::convert::{self, Unrepresentable};
 use super::error::{GenlError, LinkError};
-use super::genl::{IpvsSocket, SocketStats};
+use super::genl::IpvsSocket;
 use super::link::{KubeIpvs0, KUBE_IPVS0};
+use super::socket::SocketStats;
 use crate::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use crate::netlink::DestEntry;
 

@@ -1,5 +1,7 @@
 //! The kernel side of the agent: everything that talks to Linux.
 //!
+//! - [`socket`]: [`NetlinkSocket`], the one batching netlink socket the
+//!   four below go through (one instance per netlink protocol).
 //! - [`genl`]: the IPVS generic-netlink socket ([`IpvsSocket`]): family
 //!   resolution through the genl controller ([`family`]), many requests per
 //!   `sendmsg`, every answer matched by sequence number, dumps, GET_INFO,
@@ -28,11 +30,13 @@ pub mod genl;
 pub mod link;
 pub mod linux;
 pub mod nft;
+pub mod socket;
 pub mod sysctl;
 
 pub use addresses::{AddressChange, AddressSocket};
 pub use error::{GenlError, LinkError, RequestError};
-pub use genl::{Answer, IpvsSocket, SocketStats};
+pub use genl::{Answer, IpvsSocket};
 pub use link::KubeIpvs0;
 pub use linux::{Counters, LinuxDataplane};
+pub use socket::{NetlinkSocket, SocketStats};
 pub use sysctl::{apply_sysctls, kube_proxy_sysctls, SysctlChange, SysctlError};

@@ -5,19 +5,16 @@
 //! table replaced whole on the first sync, after a failure and on a change
 //! of shape, only element changes otherwise, nothing when nothing changed.
 //!
-//! Like the IPVS socket, it is non-blocking and never waits: the kernel
-//! handles a batch inside `sendmsg`, so by the time it returns every answer
-//! is queued.
+//! Its [`NetlinkSocket`] never waits: the kernel handles a batch inside
+//! `sendmsg`, so by the time it returns every answer is queued.
 
 use std::io;
-use std::os::fd::AsRawFd;
 
 use netlink_sys::protocols::NETLINK_NETFILTER;
-use netlink_sys::{Socket, SocketAddr};
 use svcnet_core::proxy::nftables::Table;
 use thiserror::Error;
 
-use super::genl::{grow_receive_buffer, READ_SIZE};
+use super::socket::{Acks, NetlinkSocket};
 use crate::nftables::error::EOPNOTSUPP;
 use crate::nftables::{
     decide, delete_table, outcome, parse_answers, requests, NftBatch, NftBuildError, NftMessage, NftRefusal,
@@ -59,39 +56,22 @@ impl NftError {
 /// A netfilter netlink socket for nf_tables transactions.
 #[derive(Debug)]
 pub struct NftSocket {
-    socket: Socket,
+    socket: NetlinkSocket,
     next_seq: u32,
-    buf: Vec<u8>,
-    send_buffer: usize,
 }
 
-/// A non-blocking `NETLINK_NETFILTER` socket, bound and connected to the
-/// kernel, with capped and extended ACKs where the kernel has them and the
-/// receive buffer grown: what nf_tables and ctnetlink both speak over.
-pub(super) fn open_netfilter_socket() -> io::Result<Socket> {
-    let mut socket = Socket::new(NETLINK_NETFILTER)?;
-    socket.bind_auto()?;
-    socket.connect(&SocketAddr::new(0, 0))?;
-    if let Err(error) = socket.set_cap_ack(true) {
-        log::debug!("NETLINK_CAP_ACK: {error}");
-    }
-    if let Err(error) = socket.set_ext_ack(true) {
-        log::debug!("NETLINK_EXT_ACK: {error}");
-    }
-    grow_receive_buffer(&socket);
-    socket.set_non_blocking(true)?;
-    Ok(socket)
+/// A `NETLINK_NETFILTER` socket, with capped and extended ACKs where the
+/// kernel has them: what nf_tables and ctnetlink both speak over.
+pub(super) fn open_netfilter_socket() -> io::Result<NetlinkSocket> {
+    NetlinkSocket::open(NETLINK_NETFILTER, Acks::CappedExtended)
 }
 
 impl NftSocket {
     /// Open the socket, with extended ACKs (the kernel's reason in text).
     pub fn open() -> Result<Self, NftError> {
-        let socket = open_netfilter_socket()?;
         Ok(Self {
-            socket,
+            socket: open_netfilter_socket()?,
             next_seq: 1,
-            buf: Vec::with_capacity(READ_SIZE),
-            send_buffer: 0,
         })
     }
 
@@ -103,50 +83,13 @@ impl NftSocket {
         }
         let (bytes, sent, next_seq) = batch.finish();
         self.next_seq = next_seq;
-        self.grow_send_buffer(bytes.len());
-        let written = self.socket.send(&bytes, 0)?;
-        if written != bytes.len() {
-            return Err(NftError::Io(io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("sendmsg wrote {written} of {} bytes", bytes.len()),
-            )));
-        }
+        self.socket.reserve_send_buffer(bytes.len());
+        self.socket.send(&bytes)?;
         let mut answers = Vec::new();
-        loop {
-            self.buf.clear();
-            match self.socket.recv(&mut self.buf, 0) {
-                Ok(_) => answers.extend(parse_answers(&self.buf)?),
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-                Err(error) => return Err(error.into()),
-            }
+        while self.socket.recv()? {
+            answers.extend(parse_answers(self.socket.received())?);
         }
         outcome(&sent, &answers).map_err(|refusal| refusal.map_or(NftError::NoAnswer, NftError::Refused))
-    }
-
-    /// A netlink message must fit the send buffer whole: grow it (as root,
-    /// past `net.core.wmem_max`) for a large transaction.
-    fn grow_send_buffer(&mut self, len: usize) {
-        let wanted = len.saturating_mul(2).max(256 * 1024);
-        if wanted <= self.send_buffer {
-            return;
-        }
-        let size = libc::c_int::try_from(wanted).unwrap_or(libc::c_int::MAX);
-        // SAFETY: the pointer and length describe `size`, a live c_int, and
-        // the descriptor belongs to `self.socket` for the whole call.
-        let forced = unsafe {
-            libc::setsockopt(
-                self.socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUFFORCE,
-                std::ptr::from_ref(&size).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if forced != 0 {
-            log::debug!("SO_SNDBUFFORCE {size}: {}", io::Error::last_os_error());
-        }
-        self.send_buffer = wanted;
     }
 }
 
