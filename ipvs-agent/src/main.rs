@@ -107,8 +107,12 @@ fn failure(message: impl ToString, status: u8) -> Failure {
     }
 }
 
+/// The async runtime: the command runs on the main thread, and spawned
+/// tasks (API mode's watch streams, which decode the lists while the main
+/// thread programs the kernel; the HTTP endpoints) on two workers.
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| failure(format!("cannot start the async runtime: {e}"), 1))
