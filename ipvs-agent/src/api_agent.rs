@@ -91,6 +91,12 @@ impl<D: Dataplane> ApiAgent<D> {
         &mut self.sync
     }
 
+    /// The watch cache: the Services, EndpointSlices and Node as the
+    /// proxy sees them.
+    pub fn cache(&self) -> &WatchCache {
+        &self.cache
+    }
+
     /// Whether the first lists of Services, EndpointSlices and the Node
     /// have all arrived.
     pub fn synced(&self) -> bool {

@@ -34,6 +34,9 @@ pub use svcnet_core::proxy::sync_loop::SyncSettings;
 pub struct SyncReport {
     /// A full sync (whole table compared) or a partial one.
     pub full: bool,
+    /// Only additions, made while the first lists were still arriving: the
+    /// table is not the whole one yet.
+    pub additions_only: bool,
     /// Operations planned.
     pub operations: usize,
     /// Operations the kernel refused.
@@ -320,6 +323,7 @@ impl<D: Dataplane> SyncLoop<D> {
         }
         SyncReport {
             full: report.full,
+            additions_only: report.additions_only,
             operations: report.operations(),
             failed: report.failed.len(),
             read_error: report.read_error,
@@ -389,6 +393,7 @@ impl<D: Dataplane> SyncLoop<D> {
         tracing::error!("sync machine stalled: no action and no report");
         SyncReport {
             full: true,
+            additions_only: false,
             operations: 0,
             failed: 0,
             read_error: Some("sync machine stalled".into()),
