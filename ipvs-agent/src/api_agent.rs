@@ -16,10 +16,12 @@ use crate::kubeapi::watch::WatchUpdate;
 use crate::metrics::Metrics;
 use crate::state;
 use crate::sync::{SyncLoop, SyncReport, SyncSettings};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use svcnet_core::proxy::watch_cache::WatchCache;
+use std::time::Instant;
+use svcnet_core::proxy::watch_cache::{WatchCache, WatchedKind};
 use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -50,6 +52,9 @@ pub struct ApiAgent<D> {
     metrics: Arc<Metrics>,
     plan_state_file: Option<PathBuf>,
     plan_state_unsaved: bool,
+    /// The (re)lists under way: when each began and the objects so far,
+    /// for the `list complete` log line.
+    lists: BTreeMap<WatchedKind, (Instant, usize)>,
 }
 
 impl<D: Dataplane> ApiAgent<D> {
@@ -72,6 +77,7 @@ impl<D: Dataplane> ApiAgent<D> {
             metrics,
             plan_state_file: settings.plan_state_file,
             plan_state_unsaved: false,
+            lists: BTreeMap::new(),
         }
     }
 
@@ -85,6 +91,12 @@ impl<D: Dataplane> ApiAgent<D> {
         &mut self.sync
     }
 
+    /// The watch cache: the Services, EndpointSlices and Node as the
+    /// proxy sees them.
+    pub fn cache(&self) -> &WatchCache {
+        &self.cache
+    }
+
     /// Whether the first lists of Services, EndpointSlices and the Node
     /// have all arrived.
     pub fn synced(&self) -> bool {
@@ -94,11 +106,20 @@ impl<D: Dataplane> ApiAgent<D> {
     /// One watch update.
     pub fn handle(&mut self, update: WatchUpdate) {
         match update {
-            WatchUpdate::Begin(kind) => self.cache.begin_list(kind),
-            WatchUpdate::Listed(object) => self.cache.listed(object),
+            WatchUpdate::Begin(kind) => {
+                self.lists.insert(kind, (Instant::now(), 0));
+                self.cache.begin_list(kind);
+            }
+            WatchUpdate::Listed(object) => {
+                if let Some((_, count)) = self.lists.get_mut(&object.kind()) {
+                    *count += 1;
+                }
+                self.cache.listed(object);
+            }
             WatchUpdate::End(kind) => {
                 self.cache.end_list(kind);
-                tracing::info!(kind = ?kind, "list complete");
+                let (began, objects) = self.lists.remove(&kind).unwrap_or((Instant::now(), 0));
+                tracing::info!(kind = ?kind, objects, duration_ms = began.elapsed().as_millis() as u64, "list complete");
             }
             WatchUpdate::Applied(object) => {
                 self.cache.applied(object);
@@ -126,7 +147,7 @@ impl<D: Dataplane> ApiAgent<D> {
         if !self.cache.synced() {
             // Only `default/kubernetes`, when read on its own, is synced
             // before the first lists are in.
-            let early: Vec<SyncReport> = self.sync.feed(&mut self.cache, now).await.into_iter().collect();
+            let early = self.sync.feed(&mut self.cache, now).await;
             for report in &early {
                 self.plan_state_unsaved |= report.plan_state_changed;
             }
@@ -135,10 +156,7 @@ impl<D: Dataplane> ApiAgent<D> {
         }
         self.metrics.kube_proxy.record_changes(self.cache.take_change_stats());
         self.metrics.kube_proxy.set_node_eligible(self.cache.node_eligible());
-        let mut reports = Vec::new();
-        if let Some(report) = self.sync.feed(&mut self.cache, now).await {
-            reports.push(report);
-        }
+        let mut reports = self.sync.feed(&mut self.cache, now).await;
         if let Some(report) = self.sync.tick(now).await {
             reports.push(report);
         }

@@ -349,8 +349,9 @@ pub struct RunArgs {
           num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub conntrack_cleanup: bool,
     /// New, off by default: also keep the nftables table `inet svcnet` (masquerade and filter
-    /// rules, as `plan --format nft` prints it) in the kernel, one nf_tables transaction per change.
-    /// Manifest mode only for now.
+    /// rules, as `plan --format nft` prints it) in the kernel, one nf_tables transaction per change,
+    /// from the manifests or, in API mode, from the Services and EndpointSlices it follows (once
+    /// their first lists are whole).
     #[arg(long)]
     pub nftables: bool,
     /// With --nftables: the cluster's pod CIDRs (kube-proxy's --cluster-cidr), at most one per

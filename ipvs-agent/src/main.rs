@@ -19,11 +19,12 @@ use ipvs_agent::metrics::Metrics;
 use ipvs_agent::netlink::Timeouts;
 use ipvs_agent::node::{host_addresses, NodeFlags};
 use ipvs_agent::state;
-use ipvs_agent::sync::SyncSettings;
+use ipvs_agent::sync::{SyncReport, SyncSettings};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use svcnet_core::api::{endpoint_slice::EndpointSlice, service::Service};
 use svcnet_core::dns::DnsConfig;
 use svcnet_core::proxy::nftables::{desired_ruleset, empty_table};
 use svcnet_core::proxy::{plan_output, NodeInfo, PlanInputs, PlanState, ProxyConfig};
@@ -107,8 +108,12 @@ fn failure(message: impl ToString, status: u8) -> Failure {
     }
 }
 
+/// The async runtime: the command runs on the main thread, and spawned
+/// tasks (API mode's watch streams, which decode the lists while the main
+/// thread programs the kernel; the HTTP endpoints) on two workers.
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| failure(format!("cannot start the async runtime: {e}"), 1))
@@ -251,13 +256,10 @@ async fn plan_from_api(args: &PlanArgs, source: &ApiSource) -> Result<ExitCode, 
 /// `run`: the agent, until SIGTERM or Ctrl-C (or after one sync with `--once`).
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
-    if let Some(source) = common.api_source() {
-        if args.nftables {
-            return Err(failure("--nftables works with --manifests only for now", USAGE));
-        }
-        return run_api(&args, &source).await;
-    }
     let mut nftables = nftables_sync(&args)?;
+    if let Some(source) = common.api_source() {
+        return run_api(&args, &source, nftables).await;
+    }
     let cluster = load_cluster(common, true)?;
     let plan_state = load_plan_state(&cluster);
     // The state file is written only when allocations change, so drain
@@ -288,7 +290,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         // The state file was saved at start; a sync changes no allocation
         // (and the sync saved the plan state if it changed).
         let report = agent.sync_now(clock.now()).await;
-        let nftables_synced = sync_nftables(&mut nftables, &agent);
+        let nftables_synced = sync_nftables_standalone(&mut nftables, &agent);
         return Ok(if report.succeeded() && nftables_synced {
             ExitCode::SUCCESS
         } else {
@@ -301,7 +303,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     tokio::pin!(shutdown);
     loop {
         if agent.step(clock.now()).await.is_some() {
-            sync_nftables(&mut nftables, &agent);
+            sync_nftables_standalone(&mut nftables, &agent);
         }
         let now = clock.now();
         let wait = agent.next_wake(now).since(now);
@@ -336,17 +338,22 @@ fn nftables_sync(args: &RunArgs) -> Result<Option<NftablesSync>, Failure> {
 }
 
 /// After a sync, with `--nftables`: table `inet svcnet` made what the core
-/// computes from the same Services, slices and node. False when it failed
-/// (logged; the next sync replaces the table whole).
-fn sync_nftables(nftables: &mut Option<NftablesSync>, agent: &Agent<LinuxDataplane>) -> bool {
+/// computes from the same Services, slices and node as the IPVS table.
+/// False when it failed (logged; the next sync replaces the table whole).
+fn sync_nftables<'a>(
+    nftables: &mut Option<NftablesSync>,
+    services: impl IntoIterator<Item = &'a Service>,
+    slices: impl IntoIterator<Item = &'a EndpointSlice>,
+    node: &NodeInfo,
+) -> bool {
     let Some(nftables) = nftables else { return true };
-    let cp = agent.control_plane();
-    let node = agent.sync_loop().node();
-    let table = desired_ruleset(cp.services(), cp.endpoint_slices(), node, &nftables.config);
+    let started = Instant::now();
+    let table = desired_ruleset(services, slices, node, &nftables.config);
     match nftables.applier.sync(&table) {
         Ok(NftSyncOutcome::Unchanged) => true,
         Ok(outcome) => {
-            tracing::info!(?outcome, "nftables table inet svcnet synced");
+            let duration_ms = started.elapsed().as_millis() as u64;
+            tracing::info!(?outcome, duration_ms, "nftables table inet svcnet synced");
             true
         }
         Err(e) => {
@@ -354,6 +361,27 @@ fn sync_nftables(nftables: &mut Option<NftablesSync>, agent: &Agent<LinuxDatapla
             false
         }
     }
+}
+
+/// [`sync_nftables`] from the standalone control plane.
+fn sync_nftables_standalone(nftables: &mut Option<NftablesSync>, agent: &Agent<LinuxDataplane>) -> bool {
+    let cp = agent.control_plane();
+    sync_nftables(nftables, cp.services(), cp.endpoint_slices(), agent.sync_loop().node())
+}
+
+/// [`sync_nftables`] from the API's watch cache, once its first lists are
+/// whole and after a sync that was not additions only: before that, the
+/// cache may lack a Service's slices.
+fn sync_nftables_api(
+    nftables: &mut Option<NftablesSync>,
+    agent: &ApiAgent<LinuxDataplane>,
+    reports: &[SyncReport],
+) -> bool {
+    if nftables.is_none() || !agent.synced() || reports.iter().all(|r| r.additions_only) {
+        return true;
+    }
+    let cache = agent.cache();
+    sync_nftables(nftables, cache.services(), cache.slices(), agent.sync_loop().node())
 }
 
 /// `cleanup`: table `inet svcnet` deleted if there is one. True unless the
@@ -378,7 +406,7 @@ fn cleanup_nftables() -> bool {
 
 /// `run` in API mode: the watch streams feed the agent until SIGTERM or
 /// Ctrl-C (or, with `--once`, until the first complete sync).
-async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure> {
+async fn run_api(args: &RunArgs, source: &ApiSource, mut nftables: Option<NftablesSync>) -> Result<ExitCode, Failure> {
     let common = &args.common;
     let client = kubeapi::connect(source).await.map_err(|e| failure(e, API))?;
     let plan_state_file = common.state_file.as_deref().map(state::plan_state_path);
@@ -420,9 +448,10 @@ async fn run_api(args: &RunArgs, source: &ApiSource) -> Result<ExitCode, Failure
     tokio::pin!(shutdown);
     loop {
         let reports = agent.step(clock.now()).await;
+        let nftables_synced = sync_nftables_api(&mut nftables, &agent, &reports);
         if args.once {
             if let Some(full) = reports.iter().find(|r| r.full) {
-                return Ok(if full.succeeded() {
+                return Ok(if full.succeeded() && nftables_synced {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::from(1)

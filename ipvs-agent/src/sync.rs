@@ -6,7 +6,7 @@
 //! core's (see `svcnet_core::proxy::sync_loop` for what they are).
 //!
 //! After a sync in which the kernel was read and every operation
-//! succeeded, if the UDP frontends or their endpoints changed since the
+//! succeeded (an additions-only one excepted), if the UDP frontends or their endpoints changed since the
 //! last cleanup (the first sync counts as a change), it cleans the stale
 //! UDP conntrack entries (`svcnet_core::proxy::conntrack`, kube-proxy
 //! 1.32+'s cleanup) through [`Dataplane::clean_udp_conntrack`]. A failed
@@ -34,6 +34,9 @@ pub use svcnet_core::proxy::sync_loop::SyncSettings;
 pub struct SyncReport {
     /// A full sync (whole table compared) or a partial one.
     pub full: bool,
+    /// Only additions, made while the first lists were still arriving: the
+    /// table is not the whole one yet.
+    pub additions_only: bool,
     /// Operations planned.
     pub operations: usize,
     /// Operations the kernel refused.
@@ -42,12 +45,29 @@ pub struct SyncReport {
     pub read_error: Option<String>,
     /// How long it took.
     pub duration: Duration,
+    /// Where that time went.
+    pub phases: SyncPhases,
     /// The plan state ([`SyncLoop::plan_state`]: drain start times,
     /// claimed virtual servers) changed in this sync, so a saved copy is
     /// out of date.
     pub plan_state_changed: bool,
     /// The UDP conntrack cleanup that followed the sync, if one ran.
     pub conntrack: Option<ConntrackReport>,
+}
+
+/// Where one sync's time went, as its log line reports it (`build_ms`,
+/// `read_ms`, `plan_ms`, `apply_ms`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncPhases {
+    /// Handing the changes to the machine (a rebuild of the desired table
+    /// included).
+    pub build: Duration,
+    /// Reading the kernel's table.
+    pub read: Duration,
+    /// The machine's planning.
+    pub plan: Duration,
+    /// Carrying out the operations.
+    pub apply: Duration,
 }
 
 impl SyncReport {
@@ -165,7 +185,11 @@ impl<D: Dataplane> SyncLoop<D> {
         if !self.machine.handle_timeout(now) {
             return None;
         }
-        Some(self.drive(now, started).await)
+        let phases = SyncPhases {
+            plan: started.elapsed(),
+            ..SyncPhases::default()
+        };
+        Some(self.drive(now, started, phases).await)
     }
 
     /// Runs one sync now: `full` compares the whole table (reading the
@@ -173,28 +197,42 @@ impl<D: Dataplane> SyncLoop<D> {
     pub async fn sync(&mut self, full: bool, now: Time) -> SyncReport {
         let started = Instant::now();
         self.machine.start_sync(full, now);
-        self.drive(now, started).await
+        let phases = SyncPhases {
+            plan: started.elapsed(),
+            ..SyncPhases::default()
+        };
+        self.drive(now, started, phases).await
     }
 
     /// Hands what changed in the watch cache to the machine (see
-    /// [`WatchCache::feed`]); when that starts a sync (`default/kubernetes`
-    /// first, once the first lists are in), runs it.
-    pub async fn feed(&mut self, cache: &mut WatchCache, now: Time) -> Option<SyncReport> {
-        let started = Instant::now();
-        cache.feed(&mut self.machine, now);
-        if !self.machine.is_syncing() {
-            return None;
+    /// [`WatchCache::feed`]), again after each sync that starts
+    /// (`default/kubernetes` first; the additions while the first lists
+    /// arrive, then the full sync), running each.
+    pub async fn feed(&mut self, cache: &mut WatchCache, now: Time) -> Vec<SyncReport> {
+        let mut reports = Vec::new();
+        loop {
+            let started = Instant::now();
+            cache.feed(&mut self.machine, now);
+            if !self.machine.is_syncing() {
+                return reports;
+            }
+            let phases = SyncPhases {
+                build: started.elapsed(),
+                ..SyncPhases::default()
+            };
+            reports.push(self.drive(now, started, phases).await);
         }
-        Some(self.drive(now, started).await)
     }
 
     /// Carries out the machine's actions until its sync reports.
-    async fn drive(&mut self, now: Time, started: Instant) -> SyncReport {
+    async fn drive(&mut self, now: Time, started: Instant, mut phases: SyncPhases) -> SyncReport {
         loop {
             if let Some(report) = self.machine.poll_report() {
-                let succeeded = report.succeeded();
-                let mut report = self.record(report, started.elapsed());
-                if succeeded {
+                // An additions-only sync's table is not the whole one yet:
+                // no conntrack entry is judged against it.
+                let clean = report.succeeded() && !report.additions_only;
+                let mut report = self.record(report, started.elapsed(), phases);
+                if clean {
                     report.conntrack = self.clean_conntrack().await;
                 }
                 return report;
@@ -202,8 +240,10 @@ impl<D: Dataplane> SyncLoop<D> {
             let Some(action) = self.machine.poll_action() else {
                 // Unreachable while a sync is under way: the machine always
                 // has an action out or a report ready. Report rather than spin.
-                return self.record_stalled(started.elapsed());
+                return self.record_stalled(started.elapsed(), phases);
             };
+            let action_started = Instant::now();
+            let applying = matches!(action, SyncAction::Apply(_));
             let input = match action {
                 SyncAction::ObserveAll => match self.dataplane.observe().await {
                     Ok(table) => SyncInput::Observed(table),
@@ -226,12 +266,24 @@ impl<D: Dataplane> SyncLoop<D> {
                     SyncInput::Applied(report.failed.into_iter().map(|(op, e)| (op, e.to_string())).collect())
                 }
             };
+            let answered = Instant::now();
+            if applying {
+                phases.apply += answered - action_started;
+            } else {
+                phases.read += answered - action_started;
+            }
             self.machine.handle(input, now);
+            phases.plan += answered.elapsed();
         }
     }
 
     /// Metrics and a log line for a finished sync.
-    fn record(&mut self, report: svcnet_core::proxy::sync_loop::SyncReport, duration: Duration) -> SyncReport {
+    fn record(
+        &mut self,
+        report: svcnet_core::proxy::sync_loop::SyncReport,
+        duration: Duration,
+        phases: SyncPhases,
+    ) -> SyncReport {
         self.metrics
             .kube_proxy
             .synced(report.full, duration, report.succeeded(), wall_now());
@@ -261,15 +313,22 @@ impl<D: Dataplane> SyncLoop<D> {
                 failed = report.failed.len(),
                 duration_ms = duration.as_millis() as u64,
                 draining = self.machine.plan_state().draining.len(),
+                build_ms = phases.build.as_millis() as u64,
+                read_ms = phases.read.as_millis() as u64,
+                plan_ms = phases.plan.as_millis() as u64,
+                apply_ms = phases.apply.as_millis() as u64,
+                additions_only = report.additions_only,
                 "sync complete"
             );
         }
         SyncReport {
             full: report.full,
+            additions_only: report.additions_only,
             operations: report.operations(),
             failed: report.failed.len(),
             read_error: report.read_error,
             duration,
+            phases,
             plan_state_changed: report.plan_state_changed,
             conntrack: None,
         }
@@ -330,14 +389,16 @@ impl<D: Dataplane> SyncLoop<D> {
 
     /// A sync that asked for nothing and reported nothing (a broken
     /// invariant of the machine), reported as a failed read.
-    fn record_stalled(&mut self, duration: Duration) -> SyncReport {
+    fn record_stalled(&mut self, duration: Duration, phases: SyncPhases) -> SyncReport {
         tracing::error!("sync machine stalled: no action and no report");
         SyncReport {
             full: true,
+            additions_only: false,
             operations: 0,
             failed: 0,
             read_error: Some("sync machine stalled".into()),
             duration,
+            phases,
             plan_state_changed: false,
             conntrack: None,
         }

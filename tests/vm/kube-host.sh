@@ -11,7 +11,7 @@
 #   kube_host_kubeconfig OUT the VM's kubeconfig: certificates inline, server
 #                            __SERVER__ (filled in by vm_kube_prepare)
 #   KUBE_VM_EXTRAS           run.sh extras: kube-proxy, iptables-nft with its
-#                            extensions, ipset
+#                            extensions, ipset, nft
 
 kube_host_build() {
     "$here/setup.sh"
@@ -24,7 +24,7 @@ kube_host_build() {
     KUBE_VM_EXTRAS=("$KUBE_BIN/kube-proxy" "$repo/target/vm/ipvs-agent"
         /usr/sbin/xtables-nft-multi:/usr/sbin/xtables-nft-multi
         /usr/lib/x86_64-linux-gnu/xtables:/usr/lib/x86_64-linux-gnu/xtables
-        "$(readlink -f /usr/sbin/ipset)":/usr/sbin/ipset)
+        "$(readlink -f /usr/sbin/ipset)":/usr/sbin/ipset /usr/sbin/nft)
 }
 
 kube_host_up() {

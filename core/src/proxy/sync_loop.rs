@@ -23,6 +23,8 @@
 //!   `min_sync_period` (changes in between are coalesced). Between full reads
 //!   the machine keeps its own copy of the kernel's table, updated with
 //!   [`apply_operation`] for each operation the kernel accepted.
+//! - [`SyncMachine::start_full_sync_over_copy`]: a full sync over that
+//!   copy, when there is one (after the additions of the first lists).
 //! - Every `sync_period` a full sync reads the whole table again and repairs
 //!   drift (a virtual server deleted by hand comes back).
 //! - Removing a real server depends on its connections, so a partial sync
@@ -34,6 +36,12 @@
 //!   start times lives across syncs and can be restored after a restart.
 //! - A virtual server found gone on such a re-read is treated as absent
 //!   (the plan adds it back) and a full sync follows.
+//! - An additions-only sync ([`SyncMachine::start_additions`]) plans the
+//!   changes as a partial sync does, then keeps only what adds (addresses,
+//!   virtual servers, real servers that are missing): nothing is changed,
+//!   drained or removed, and the plan state stays as it was but for the
+//!   virtual servers it claims. The agent programs the first lists with it
+//!   while they arrive, when what is desired is not known whole yet.
 //! - A failed read or a refused operation schedules a full sync after an
 //!   exponential backoff (`backoff_base` doubling up to `backoff_cap`).
 //! - Virtual servers the plan does not own are never touched.
@@ -115,6 +123,8 @@ pub enum SyncInput {
 pub struct SyncReport {
     /// A full sync (whole table compared) or a partial one.
     pub full: bool,
+    /// An additions-only sync ([`SyncMachine::start_additions`]).
+    pub additions_only: bool,
     /// When it started and when it finished (the times passed in).
     pub started: Time,
     /// See `started`.
@@ -187,6 +197,8 @@ enum Phase {
 #[derive(Debug, Clone)]
 struct Running {
     full: bool,
+    /// Only additions are carried out.
+    additions_only: bool,
     started: Time,
     /// The desired changes this sync plans for; later ones wait.
     changes: Changes,
@@ -351,17 +363,44 @@ impl SyncMachine {
     /// whole table (reading the kernel first); otherwise only what changed
     /// and what drains. Ignored while a sync is under way.
     pub fn start_sync(&mut self, full: bool, now: Time) {
+        self.start(full, false, false, now);
+    }
+
+    /// Starts a full sync planned over the machine's copy of the kernel's
+    /// table when it has one (read by an earlier sync, with every operation
+    /// the kernel accepted since applied to it), else over a fresh read:
+    /// the first full sync after the additions of the first lists, which
+    /// would otherwise read back the whole table just written. Real servers
+    /// it removes are re-read first, as in a partial sync; the periodic
+    /// full syncs read the kernel again. Ignored while a sync is under way.
+    pub fn start_full_sync_over_copy(&mut self, now: Time) {
+        self.start(true, false, true, now);
+    }
+
+    /// Starts a partial sync that only adds: the pending changes are
+    /// planned, and only the operations that add a missing address,
+    /// virtual server or real server are carried out; nothing is changed,
+    /// drained or removed. For the first lists while they arrive, before
+    /// the whole desired table is known. Ignored while a sync is under way.
+    pub fn start_additions(&mut self, now: Time) {
+        self.start(false, true, false, now);
+    }
+
+    fn start(&mut self, full: bool, additions_only: bool, over_copy: bool, now: Time) {
         if self.is_syncing() {
             return;
         }
         self.running = Some(Running {
             full,
+            additions_only,
             started: now,
             changes: std::mem::take(&mut self.pending),
             asked: SortedSet::new(),
         });
         match self.observed.take() {
-            Some(observed) if !full => self.after_table(observed, Fresh::VirtualServers(SortedSet::new()), now),
+            Some(observed) if !full || over_copy => {
+                self.after_table(observed, Fresh::VirtualServers(SortedSet::new()), now)
+            }
             _ => {
                 self.phase = Phase::ReadingTable;
                 self.actions.push_back(SyncAction::ObserveAll);
@@ -505,10 +544,15 @@ impl SyncMachine {
             return Plan::default();
         };
         let ctx = PlanContext::new(&self.proxy, &self.node, running.started);
-        if running.full {
+        let plan = if running.full {
             plan(observed, self.index.table(), &self.state, &ctx)
         } else {
             plan_changes(observed, self.index.table(), &running.changes, &self.state, &ctx)
+        };
+        if running.additions_only {
+            additions(plan, &self.state)
+        } else {
+            plan
         }
     }
 
@@ -552,6 +596,7 @@ impl SyncMachine {
         }
         self.reports.push_back(SyncReport {
             full: running.full,
+            additions_only: running.additions_only,
             started: running.started,
             finished: now,
             applied,
@@ -573,6 +618,7 @@ impl SyncMachine {
         self.schedule_retry(running.started);
         self.reports.push_back(SyncReport {
             full: running.full,
+            additions_only: running.additions_only,
             started: running.started,
             finished: now,
             applied: Vec::new(),
@@ -596,6 +642,32 @@ impl SyncMachine {
         self.retry_at = Some(now.plus(delay));
         self.full_due = true;
         self.observed = None;
+    }
+}
+
+/// The operations of `plan` that add something missing (an address, a
+/// virtual server, a real server), with `state` kept but for the virtual
+/// servers those additions claim.
+fn additions(plan: Plan, state: &PlanState) -> Plan {
+    let operations: Vec<Operation> = (plan.operations.into_iter())
+        .filter(|op| {
+            matches!(
+                op,
+                Operation::BindAddress { .. } | Operation::AddVirtualServer { .. } | Operation::AddRealServer { .. }
+            )
+        })
+        .collect();
+    let mut kept = state.clone();
+    for op in &operations {
+        if let Operation::AddVirtualServer { virtual_server, .. } = op {
+            if plan.state.claimed.contains(virtual_server) {
+                kept.claimed.insert(*virtual_server);
+            }
+        }
+    }
+    Plan {
+        operations,
+        state: kept,
     }
 }
 

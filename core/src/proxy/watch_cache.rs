@@ -29,6 +29,15 @@
 //!   and they are synced the same way before the lists of a large cluster
 //!   are in, the lists then starting a full sync at once (kube-proxy left it unreachable for over 30 s on a node joining
 //!   a cluster of 2,000 Services: kubernetes/kubernetes#133773).
+//! - While the first lists arrive, once `default/kubernetes` read on its
+//!   own is programmed and the Node's list is in, what has been listed so
+//!   far is programmed as it comes, additions only
+//!   ([`SyncMachine::start_additions`]): missing addresses, virtual servers
+//!   and real servers are added, nothing is changed or removed (a
+//!   Service's slices may not all be in yet), and no other sync runs until
+//!   the lists are complete, when the full sync compares everything (over
+//!   the machine's copy of the kernel's table, read at the `kubernetes`
+//!   sync and kept up to date since: [`SyncMachine::start_full_sync_over_copy`]).
 
 use super::sync_loop::SyncMachine;
 use super::NodeInfo;
@@ -64,7 +73,8 @@ pub enum Watched {
 }
 
 impl Watched {
-    fn kind(&self) -> WatchedKind {
+    /// Its kind.
+    pub fn kind(&self) -> WatchedKind {
         match self {
             Watched::Service(_) => WatchedKind::Service,
             Watched::EndpointSlice(_) => WatchedKind::EndpointSlice,
@@ -103,6 +113,9 @@ pub struct WatchCache {
     kubernetes_early: Option<(Service, Vec<EndpointSlice>)>,
     /// Whether they were handed to the machine before the lists were in.
     kubernetes_fed_early: bool,
+    /// Whether the machine's desired table was rebuilt for the additions
+    /// made while the first lists arrive (with the Node's information).
+    adding_early: bool,
     /// kube-proxy's change counts since [`WatchCache::take_change_stats`].
     stats: ChangeStats,
 }
@@ -147,6 +160,7 @@ impl WatchCache {
             fed: false,
             kubernetes_early: None,
             kubernetes_fed_early: false,
+            adding_early: false,
             stats: ChangeStats::default(),
         }
     }
@@ -373,20 +387,31 @@ impl WatchCache {
 
     /// Hands what changed to `machine`. Before the first lists are complete
     /// only `default/kubernetes` read on its own
-    /// ([`WatchCache::kubernetes_read`]) is synced, alone, and then the
-    /// first lists start a full sync at once; without that early read the
+    /// ([`WatchCache::kubernetes_read`]) is synced, alone; then, once the
+    /// Node's list is in, what has been listed so far is synced with
+    /// additions only ([`SyncMachine::start_additions`]); and the first
+    /// lists start a full sync at once (after the additions of what came
+    /// last). Without that early read the
     /// machine gets everything once the lists are in, with
     /// `default/kubernetes` synced at once on its own (a partial sync over
     /// the kernel's table, touching nothing else) and the rest in the full
-    /// sync that follows. Call after each batch of events.
+    /// sync that follows. Call after each batch of events, and again after
+    /// each sync it starts.
     pub fn feed(&mut self, machine: &mut SyncMachine, now: Time) {
         if !self.synced() {
-            if let Some((service, slices)) = self.kubernetes_early.take() {
+            if self.kubernetes_fed_early {
+                self.add_early(machine, now);
+            } else if let Some((service, slices)) = &self.kubernetes_early {
                 let slices: Vec<&EndpointSlice> = slices.iter().collect();
-                machine.update_service(KUBERNETES, Some((&service, &slices)));
+                machine.update_service(KUBERNETES, Some((service, &slices)));
                 machine.start_sync(false, now);
                 self.kubernetes_fed_early = true;
             }
+            return;
+        }
+        if !self.fed && self.adding_early && self.changed.iter().any(|key| self.services.contains_key(key)) {
+            // The last of the lists are added first, as they came.
+            self.add_early(machine, now);
             return;
         }
         if !self.fed && self.kubernetes_fed_early {
@@ -394,7 +419,13 @@ impl WatchCache {
             self.fed = true;
             self.kubernetes_early = None;
             machine.rebuild(self.services.values(), self.slices.values(), self.node_info());
-            machine.start_sync(true, now);
+            if self.adding_early {
+                // The kernel was read at the `kubernetes` sync and the
+                // machine's copy has followed every addition since.
+                machine.start_full_sync_over_copy(now);
+            } else {
+                machine.start_sync(true, now);
+            }
             self.changed.clear();
             self.node_changed = false;
             return;
@@ -418,6 +449,37 @@ impl WatchCache {
         }
         for key in std::mem::take(&mut self.changed) {
             self.update(machine, &key);
+        }
+    }
+
+    /// While the first lists arrive (`default/kubernetes` programmed): once
+    /// the Node's list is in, the Services listed or changed since the last
+    /// call go to the machine and an additions-only sync starts. The first
+    /// time, the machine's desired table is rebuilt with the Node's
+    /// information and `default/kubernetes` as read on its own (already
+    /// programmed), so it is not synced again.
+    fn add_early(&mut self, machine: &mut SyncMachine, now: Time) {
+        if !self.listed_once.contains(&WatchedKind::Node) || machine.is_syncing() {
+            return;
+        }
+        if !std::mem::replace(&mut self.adding_early, true) {
+            let kubernetes = self.kubernetes_early.as_ref();
+            machine.rebuild(
+                kubernetes.map(|(service, _)| service),
+                kubernetes.into_iter().flat_map(|(_, slices)| slices),
+                self.node_info(),
+            );
+        }
+        let mut added = false;
+        for key in std::mem::take(&mut self.changed) {
+            // A Service not listed yet comes back here with its Service.
+            if key != KUBERNETES && self.services.contains_key(&key) {
+                self.update(machine, &key);
+                added = true;
+            }
+        }
+        if added {
+            machine.start_additions(now);
         }
     }
 

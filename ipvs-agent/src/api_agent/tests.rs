@@ -271,3 +271,61 @@ async fn api_mode_cleans_stale_udp_entries_unless_turned_off() {
         }
     }
 }
+
+/// While the first lists arrive, what they hold so far is programmed with
+/// additions only, and no UDP conntrack entry is judged against that
+/// partial table: the cleanup waits for the full sync after the lists.
+#[tokio::test]
+async fn the_first_lists_are_programmed_as_they_arrive_and_conntrack_waits_for_them_whole() {
+    let mut cp = cluster();
+    let dns = "apiVersion: v1\nkind: Service\nmetadata: {name: dns}\nspec: {clusterIP: 10.96.0.10, selector: {app: web}, ports: [{port: 53, protocol: UDP, targetPort: 5353}]}\n";
+    for r in cp.apply_manifest(dns).unwrap() {
+        r.unwrap();
+    }
+    let stale = svcnet_core::proxy::ConntrackEntry {
+        protocol: 17,
+        orig_src: "10.244.2.3:40000".parse().unwrap(),
+        orig_dst: "10.96.0.10:53".parse().unwrap(),
+        reply_src: "10.244.1.99:5353".parse().unwrap(),
+    };
+    let mut agent = agent(MemoryDataplane {
+        conntrack: vec![stale],
+        ..MemoryDataplane::default()
+    });
+    let service = cp.service("default", "kubernetes").unwrap().clone();
+    let slices = (cp.endpoint_slices_for("default", "kubernetes").into_iter())
+        .cloned()
+        .collect();
+    agent.handle(WatchUpdate::KubernetesRead(Box::new(service), slices));
+    first_lists(&mut agent, &cp, &[WatchedKind::Node, WatchedKind::Service]);
+    agent.handle(WatchUpdate::Begin(WatchedKind::EndpointSlice));
+    for slice in cp.endpoint_slices() {
+        agent.handle(WatchUpdate::Listed(Watched::EndpointSlice(Box::new(slice.clone()))));
+    }
+    let reports = agent.step(at(0)).await;
+    assert_eq!(reports.len(), 2, "kubernetes, then the additions: {reports:?}");
+    assert!(reports.iter().all(|r| !r.full && r.succeeded()));
+    let dp = agent.sync_loop().dataplane();
+    assert!(dp
+        .table
+        .virtual_servers
+        .keys()
+        .any(|k| k.address.to_string() == "10.96.0.10"));
+    assert_eq!(
+        (dp.conntrack.as_slice(), dp.conntrack_cleanups),
+        ([stale].as_slice(), 0)
+    );
+
+    agent.handle(WatchUpdate::End(WatchedKind::EndpointSlice));
+    let reports = agent.step(at(1)).await;
+    assert!(
+        reports.len() == 1 && reports[0].full && reports[0].succeeded(),
+        "{reports:?}"
+    );
+    let dp = agent.sync_loop().dataplane();
+    assert!(
+        dp.conntrack.is_empty(),
+        "the stale entry is deleted after the full sync"
+    );
+    assert_eq!(&dp.table, agent.sync_loop().desired());
+}

@@ -9,6 +9,12 @@
 //! as [`WatchUpdate::Error`] while the stream backs off and reconnects;
 //! what is programmed stays as it is meanwhile.
 //!
+//! Each stream runs in a task of its own, so on a runtime with worker
+//! threads the lists are received and decoded while the caller programs
+//! the kernel; the updates reach the caller through one channel. The lists
+//! of Services and EndpointSlices start once `default/kubernetes` has been
+//! read on its own (below).
+//!
 //! Beside the lists, `default/kubernetes` and its EndpointSlices are read
 //! on their own ([`WatchUpdate::KubernetesRead`]): two small lists (the
 //! `list` verb is all the agent's ClusterRole grants) that let the core
@@ -50,9 +56,50 @@ pub enum WatchUpdate {
     KubernetesRead(Box<Service>, Vec<CoreSlice>),
 }
 
-/// Services, EndpointSlices and the Node `node_name`, as one stream.
+/// Updates are passed on in batches of what is ready (a list page at
+/// most: kube-rs's watcher lists 500 objects at a time), so the caller
+/// wakes once per page rather than once per object...
+const BATCH: usize = 1000;
+/// ... and this many batches may wait for it.
+const AHEAD: usize = 8;
+
+/// Services, EndpointSlices and the Node `node_name`, as one stream; each
+/// kind is received and decoded in a task of its own. Must be called
+/// within a tokio runtime.
 pub fn watch(client: kube::Client, node_name: &str) -> BoxStream<'static, WatchUpdate> {
-    let kubernetes = stream::once(kubernetes_read(client.clone())).filter_map(std::future::ready);
+    let (sender, receiver) = tokio::sync::mpsc::channel(AHEAD);
+    let [kubernetes, services, slices, node] = streams(client, node_name);
+    tokio::spawn(forward(node, sender.clone()));
+    tokio::spawn(async move {
+        // The large lists start once `default/kubernetes` has been read (or
+        // could not be), so their decoding does not slow its sync.
+        forward(kubernetes, sender.clone()).await;
+        tokio::spawn(forward(services, sender.clone()));
+        forward(slices, sender).await;
+    });
+    stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|batch| (batch, receiver))
+    })
+    .flat_map(stream::iter)
+    .boxed()
+}
+
+/// Passes `updates` on, in batches, until they end or nobody listens.
+async fn forward(updates: BoxStream<'static, WatchUpdate>, sender: tokio::sync::mpsc::Sender<Vec<WatchUpdate>>) {
+    let mut batches = updates.ready_chunks(BATCH);
+    while let Some(batch) = batches.next().await {
+        if sender.send(batch).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The four streams: `default/kubernetes` read on its own, Services,
+/// EndpointSlices, the Node.
+fn streams(client: kube::Client, node_name: &str) -> [BoxStream<'static, WatchUpdate>; 4] {
+    let kubernetes = stream::once(kubernetes_read(client.clone()))
+        .filter_map(std::future::ready)
+        .boxed();
     let services = updates(
         Api::<ApiService>::all(client.clone()),
         watcher::Config::default().labels(SERVICE_SELECTOR),
@@ -71,7 +118,7 @@ pub fn watch(client: kube::Client, node_name: &str) -> BoxStream<'static, WatchU
         WatchedKind::Node,
         convert::node,
     );
-    stream::select(kubernetes, stream::select(stream::select(services, slices), node)).boxed()
+    [kubernetes, services, slices, node]
 }
 
 /// `default/kubernetes` and its EndpointSlices, listed on their own; `None`

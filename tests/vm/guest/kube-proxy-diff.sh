@@ -128,10 +128,38 @@ for _ in $(seq 1200); do
     sleep 0.1
 done
 ip netns exec svcnet env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
-    --hostname-override node-a --state-file /run/svcnet-state.json >/run/svcnet.log 2>&1 &
+    --hostname-override node-a --state-file /run/svcnet-state.json \
+    --nftables --cluster-cidr "$CLUSTER_CIDR" >/run/svcnet.log 2>&1 &
 echo $! >>"$VM_STATE/pids"
 
+# nft_compare STEP: svcnet's table inet svcnet (run --nftables, kept from
+# the API) holds the addresses of the ruleset `ipvs-agent plan --format nft`
+# computes from the same apiserver, within 20 s. The kernel prints a table
+# in its own layout, so the addresses in the two texts are compared, not
+# the texts.
+nft_addresses() {
+    grep -oE '([0-9]{1,3}\.){3}[0-9]{1,3}(/[0-9]+)?|[0-9a-f]{1,4}(:[0-9a-f]{0,4}){2,7}(/[0-9]+)?' | LC_ALL=C sort -u
+}
+nft_compare() {
+    local step="$1" want got=""
+    want="$(ipvs-agent plan --kubeconfig /run/kubeconfig-node --hostname-override node-a --format nft \
+        --cluster-cidr "$CLUSTER_CIDR" 2>/dev/null | nft_addresses)"
+    for _ in $(seq 20); do
+        got="$(ip netns exec svcnet nft list table inet svcnet 2>/dev/null | nft_addresses)"
+        [[ -n $got && $got == "$want" ]] && break
+        sleep 1
+    done
+    if [[ -n $got && $got == "$want" ]]; then
+        vm_pass "$step" "$(wc -l <<<"$got") addresses in table inet svcnet, as plan --format nft computes them"
+    else
+        echo "--- $step: addresses in plan --format nft (<) and in the kernel's table inet svcnet (>)"
+        diff <(echo "$want") <(echo "$got") | head -n 20
+        vm_fail "$step" "table inet svcnet differs from plan --format nft" || true
+    fi
+}
+
 compare "the manifests"
+nft_compare "the manifests: nftables from the API"
 if ! grep -q '^-A -t 10.96.0.1:443 ' <<<"$BEFORE"; then
     vm_fail "the default/kubernetes Service is programmed" "kube-proxy's table has no 10.96.0.1:443" || true
 fi
@@ -193,8 +221,11 @@ EOF
 pod c5 node-a 10.244.1.103 fd00:10:244:1::103
 compare "churn: an IPv6 Service"
 
+nft_compare "churn: nftables after the IPv6 Service"
+
 kc delete service churn-web -n churn >/dev/null
 compare "churn: a Service deleted"
+nft_compare "churn: nftables after a Service deleted"
 
 # --- the same node after kube-proxy --cleanup ------------------------------------
 kill "$KUBE_PROXY_PID" 2>/dev/null || true

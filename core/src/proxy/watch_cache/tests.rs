@@ -240,6 +240,95 @@ fn kubernetes_read_at_start_is_programmed_before_the_lists_and_touches_nothing_e
 }
 
 #[test]
+fn while_the_first_lists_arrive_what_is_listed_is_added_and_nothing_else_is_touched() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    // What an earlier run left: web with a real server that has gone since,
+    // no db and no kubernetes.
+    let (_, _, mut kernel) = programmed(&cp);
+    let kubernetes_ip = cp.service("default", "kubernetes").unwrap().spec.cluster_ip.clone();
+    for gone_address in [kubernetes_ip.as_str(), "10.96.0.30"] {
+        kernel
+            .virtual_servers
+            .retain(|k, _| k.address.to_string() != gone_address);
+        kernel.addresses.retain(|a| a.to_string() != gone_address);
+    }
+    let gone: std::net::SocketAddr = "10.244.1.99:8080".parse().unwrap();
+    let web = (kernel.virtual_servers.iter_mut())
+        .find(|(k, _)| k.address.to_string() == "10.96.0.20")
+        .unwrap()
+        .1;
+    web.real_servers
+        .insert(gone, web.real_servers.values().next().unwrap().clone());
+    let web_before = web.clone();
+
+    let (service, slices) = kubernetes_of(&cp);
+    cache.kubernetes_read(service, slices);
+    cache.feed(&mut m, t(0));
+    let first = serve(&mut m, &mut kernel, t(0));
+    assert_eq!(addresses(&first), SortedSet::from([kubernetes_ip.clone()]));
+
+    // The Services are listed before the Node: nothing yet.
+    list_all(&mut cache, &cp, &[WatchedKind::Service]);
+    cache.feed(&mut m, t(0));
+    assert!(!m.is_syncing(), "no additions before the Node's list");
+
+    // With the Node in, the Services listed so far are added: db's virtual
+    // server (no slice yet, so no real server), and nothing taken from web,
+    // whose slices are not in yet.
+    list_all(&mut cache, &cp, &[WatchedKind::Node]);
+    cache.feed(&mut m, t(0));
+    assert!(m.is_syncing());
+    let added = serve(&mut m, &mut kernel, t(0));
+    let is_addition = |op: &Operation| {
+        matches!(
+            op,
+            Operation::BindAddress { .. } | Operation::AddVirtualServer { .. } | Operation::AddRealServer { .. }
+        )
+    };
+    assert!(added.iter().all(is_addition), "{added:?}");
+    assert_eq!(addresses(&added), SortedSet::from(["10.96.0.30".to_string()]));
+    let web_now = |kernel: &IpvsTable| {
+        (kernel.virtual_servers.iter())
+            .find(|(k, _)| k.address.to_string() == "10.96.0.20")
+            .map(|(_, vs)| vs.clone())
+    };
+    assert_eq!(web_now(&kernel), Some(web_before.clone()));
+
+    // Slices of the list under way: their real servers are added, the gone
+    // one stays.
+    cache.begin_list(WatchedKind::EndpointSlice);
+    for slice in cp.endpoint_slices() {
+        cache.listed(Watched::EndpointSlice(Box::new(slice.clone())));
+    }
+    cache.feed(&mut m, t(0));
+    let added = serve(&mut m, &mut kernel, t(0));
+    assert!(!added.is_empty() && added.iter().all(is_addition), "{added:?}");
+    assert!(added.iter().all(|op| !op.to_string().contains(&kubernetes_ip)));
+    assert!(web_now(&kernel).unwrap().real_servers.contains_key(&gone));
+
+    // The lists complete: a full sync at once, over the machine's copy of
+    // the kernel's table (only web, whose real server goes, is read again),
+    // removes the gone real server.
+    cache.end_list(WatchedKind::EndpointSlice);
+    cache.feed(&mut m, t(1));
+    assert!(m.is_syncing());
+    let first = m.poll_action().unwrap();
+    let SyncAction::ObserveVirtualServers(keys) = first else {
+        panic!("planned over the copy, not over a fresh read: {first:?}");
+    };
+    assert!(keys.iter().all(|k| k.address.to_string() == "10.96.0.20"), "{keys:?}");
+    let found = (keys.iter())
+        .filter_map(|k| Some((*k, kernel.virtual_servers.get(k)?.clone())))
+        .collect();
+    m.handle(SyncInput::ObservedVirtualServers(found), t(1));
+    serve(&mut m, &mut kernel, t(1));
+    assert_eq!(&kernel, m.desired());
+    assert!(!web_now(&kernel).unwrap().real_servers.contains_key(&gone));
+}
+
+#[test]
 fn a_kubernetes_read_of_another_service_or_proxy_is_ignored() {
     let cp = cluster();
     let mut cache = WatchCache::new("node-a");
