@@ -142,8 +142,8 @@ nft_addresses() {
 }
 nft_compare() {
     local step="$1" want got=""
-    want="$(ipvs-agent plan --kubeconfig /run/kubeconfig-node --hostname-override node-a --format nft \
-        --cluster-cidr "$CLUSTER_CIDR" 2>/dev/null | nft_addresses)"
+    want="$(ip netns exec svcnet ipvs-agent plan --kubeconfig /run/kubeconfig-node --hostname-override node-a \
+        --format nft --cluster-cidr "$CLUSTER_CIDR" 2>/run/plan-nft.err | nft_addresses)"
     for _ in $(seq 20); do
         got="$(ip netns exec svcnet nft list table inet svcnet 2>/dev/null | nft_addresses)"
         [[ -n $got && $got == "$want" ]] && break
@@ -154,6 +154,7 @@ nft_compare() {
     else
         echo "--- $step: addresses in plan --format nft (<) and in the kernel's table inet svcnet (>)"
         diff <(echo "$want") <(echo "$got") | head -n 20
+        tail -n 5 /run/plan-nft.err
         vm_fail "$step" "table inet svcnet differs from plan --format nft" || true
     fi
 }
