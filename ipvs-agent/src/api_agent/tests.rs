@@ -227,11 +227,10 @@ async fn a_relist_after_410_removes_only_what_it_did_not_list() {
     assert_eq!(&dp.table, agent.sync_loop().desired());
 }
 
-/// API mode: after the first lists, a UDP Service's stale entry is cleaned
-/// by the first sync; with `conntrack_cleanup: false`, conntrack is never
-/// touched.
-#[tokio::test]
-async fn api_mode_cleans_stale_udp_entries_unless_turned_off() {
+/// The test cluster with a UDP Service `dns` (10.96.0.10:53), and a
+/// conntrack entry to it whose reply came from a pod that is not one of
+/// its endpoints: stale.
+fn cluster_with_udp_dns() -> (ControlPlane, svcnet_core::proxy::ConntrackEntry) {
     let mut cp = cluster();
     let dns = "apiVersion: v1\nkind: Service\nmetadata: {name: dns}\nspec: {clusterIP: 10.96.0.10, selector: {app: web}, ports: [{port: 53, protocol: UDP, targetPort: 5353}]}\n";
     for r in cp.apply_manifest(dns).unwrap() {
@@ -243,6 +242,15 @@ async fn api_mode_cleans_stale_udp_entries_unless_turned_off() {
         orig_dst: "10.96.0.10:53".parse().unwrap(),
         reply_src: "10.244.1.99:5353".parse().unwrap(),
     };
+    (cp, stale)
+}
+
+/// API mode: after the first lists, a UDP Service's stale entry is cleaned
+/// by the first sync; with `conntrack_cleanup: false`, conntrack is never
+/// touched.
+#[tokio::test]
+async fn api_mode_cleans_stale_udp_entries_unless_turned_off() {
+    let (cp, stale) = cluster_with_udp_dns();
     for enabled in [true, false] {
         let settings = ApiSettings {
             node_name: "node-a".into(),
@@ -277,17 +285,7 @@ async fn api_mode_cleans_stale_udp_entries_unless_turned_off() {
 /// partial table: the cleanup waits for the full sync after the lists.
 #[tokio::test]
 async fn the_first_lists_are_programmed_as_they_arrive_and_conntrack_waits_for_them_whole() {
-    let mut cp = cluster();
-    let dns = "apiVersion: v1\nkind: Service\nmetadata: {name: dns}\nspec: {clusterIP: 10.96.0.10, selector: {app: web}, ports: [{port: 53, protocol: UDP, targetPort: 5353}]}\n";
-    for r in cp.apply_manifest(dns).unwrap() {
-        r.unwrap();
-    }
-    let stale = svcnet_core::proxy::ConntrackEntry {
-        protocol: 17,
-        orig_src: "10.244.2.3:40000".parse().unwrap(),
-        orig_dst: "10.96.0.10:53".parse().unwrap(),
-        reply_src: "10.244.1.99:5353".parse().unwrap(),
-    };
+    let (cp, stale) = cluster_with_udp_dns();
     let mut agent = agent(MemoryDataplane {
         conntrack: vec![stale],
         ..MemoryDataplane::default()
