@@ -106,7 +106,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release wasm-check k8s-conformance k8s-deploy-check vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
@@ -143,6 +143,13 @@ k8s-deploy-check: k8s ## deploy/ through kubectl apply --dry-run=server, and ipv
 kube-proxy-diff: k8s ## kube-proxy v1.37.2 (IPVS mode) and ipvs-agent (API mode) in one VM kernel: identical tables (tests/vm/kube-proxy-diff.sh)
 	$(step)
 	tests/vm/kube-proxy-diff.sh
+
+# The same traffic through a node run by kube-proxy, then by the agent (IPVS
+# and nftables): every frontend from every kind of client, and a UDP rollout.
+.PHONY: traffic-diff
+traffic-diff: k8s ## Traffic matrix through kube-proxy v1.37.2 and through ipvs-agent, and a UDP rollout: identical (tests/vm/traffic-diff.sh)
+	$(step)
+	tests/vm/traffic-diff.sh
 
 .PHONY: bench-vs-kube-proxy
 bench-vs-kube-proxy: k8s ## Benchmark against kube-proxy in one VM kernel: N=1000,5000,10000 Services x 10 (BENCH_SIZES); writes benchmarks/kube-proxy.md and .json

@@ -1,0 +1,253 @@
+//! The endpoints and clients of the traffic matrix (`tests/vm/traffic-diff.sh`):
+//! small, std-only, and exact about what happened to each attempt.
+//!
+//!     traffic serve NAME PORT...
+//!         answers on each PORT over TCP and UDP, both families ([::] with
+//!         IPv4 mapped): a TCP connection gets one line "NAME SOURCE" and is
+//!         closed; a UDP datagram gets "NAME SOURCE PAYLOAD" back. SOURCE is
+//!         the address the backend saw (IPv4 written as IPv4).
+//!     traffic probe tcp|udp ADDRESS PORT ATTEMPTS TIMEOUT_MS
+//!         ATTEMPTS attempts at once, each from its own socket, one line
+//!         each: "ok NAME SOURCE", "refused", "reset", "timeout" (no
+//!         connection or no answer within TIMEOUT_MS), "no-answer" (TCP
+//!         connected, nothing read) or "error TEXT".
+//!     traffic stream ADDRESS PORT INTERVAL_MS COUNT
+//!         COUNT UDP datagrams from one socket (one source port, as a DNS
+//!         client that keeps its socket), one every INTERVAL_MS; then one
+//!         line per datagram: "SEQ SENT_MS NAME", or "SEQ SENT_MS lost" when
+//!         no answer came within a second of the last send.
+//!     traffic now
+//!         milliseconds since the Unix epoch (the clock `stream` writes).
+//!
+//! Exits 2 on a usage error.
+
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const USAGE: &str = "usage: traffic serve NAME PORT... | probe tcp|udp ADDRESS PORT ATTEMPTS TIMEOUT_MS | \
+                     stream ADDRESS PORT INTERVAL_MS COUNT | now";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match words.as_slice() {
+        ["serve", name, ports @ ..] if !ports.is_empty() => ports
+            .iter()
+            .map(|p| port(p))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|ports| serve(name, &ports)),
+        ["probe", protocol, address, p, attempts, timeout] => (|| {
+            let target = SocketAddr::new(ip(address)?, port(p)?);
+            let attempts = number(attempts, "ATTEMPTS")?;
+            let timeout = Duration::from_millis(number(timeout, "TIMEOUT_MS")?);
+            let tcp = match *protocol {
+                "tcp" => true,
+                "udp" => false,
+                other => return Err(format!("protocol {other:?}: expected tcp or udp")),
+            };
+            probe(tcp, target, attempts, timeout);
+            Ok(())
+        })(),
+        ["stream", address, p, interval, count] => (|| {
+            let target = SocketAddr::new(ip(address)?, port(p)?);
+            let interval = Duration::from_millis(number(interval, "INTERVAL_MS")?);
+            stream(target, interval, number(count, "COUNT")?)
+        })(),
+        ["now"] => {
+            println!("{}", now_ms());
+            Ok(())
+        }
+        _ => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("traffic: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn ip(text: &str) -> Result<IpAddr, String> {
+    text.parse()
+        .map_err(|_| format!("address {text:?} is not an IP address"))
+}
+
+fn port(text: &str) -> Result<u16, String> {
+    text.parse().map_err(|_| format!("port {text:?} is not a port number"))
+}
+
+fn number(text: &str, what: &str) -> Result<u64, String> {
+    text.parse().map_err(|_| format!("{what} {text:?} is not a number"))
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// The address a backend reports: IPv4 clients of a dual-stack socket as
+/// IPv4.
+fn seen(address: SocketAddr) -> IpAddr {
+    address.ip().to_canonical()
+}
+
+fn serve(name: &str, ports: &[u16]) -> Result<(), String> {
+    let any = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+    let mut threads = Vec::new();
+    for &p in ports {
+        let listener = TcpListener::bind((any, p)).map_err(|e| format!("TCP port {p}: {e}"))?;
+        let socket = UdpSocket::bind((any, p)).map_err(|e| format!("UDP port {p}: {e}"))?;
+        let tcp_name = name.to_string();
+        threads.push(thread::spawn(move || {
+            for mut connection in listener.incoming().flatten() {
+                if let Ok(peer) = connection.peer_addr() {
+                    let _ = writeln!(connection, "{tcp_name} {}", seen(peer));
+                }
+            }
+        }));
+        let udp_name = name.to_string();
+        threads.push(thread::spawn(move || {
+            let mut buffer = [0u8; 512];
+            while let Ok((n, peer)) = socket.recv_from(&mut buffer) {
+                let payload = String::from_utf8_lossy(&buffer[..n]);
+                let reply = format!("{udp_name} {} {}", seen(peer), payload.trim());
+                let _ = socket.send_to(reply.as_bytes(), peer);
+            }
+        }));
+    }
+    for thread in threads {
+        let _ = thread.join();
+    }
+    Ok(())
+}
+
+/// One attempt's outcome, as a word and the backend's "NAME SOURCE".
+fn outcome(error: &std::io::Error) -> String {
+    match error.kind() {
+        ErrorKind::ConnectionRefused => "refused".into(),
+        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => "reset".into(),
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => "timeout".into(),
+        _ => format!("error {error}"),
+    }
+}
+
+fn answer(reply: &str) -> String {
+    let mut words = reply.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some(name), Some(source)) => format!("ok {name} {source}"),
+        _ => format!("error unexpected answer {reply:?}"),
+    }
+}
+
+fn probe_tcp(target: SocketAddr, timeout: Duration) -> String {
+    let mut connection = match TcpStream::connect_timeout(&target, timeout) {
+        Ok(c) => c,
+        Err(e) => return outcome(&e),
+    };
+    let _ = connection.set_read_timeout(Some(timeout));
+    let mut reply = String::new();
+    match connection.read_to_string(&mut reply) {
+        Ok(_) if reply.trim().is_empty() => "no-answer".into(),
+        Ok(_) => answer(&reply),
+        Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => "no-answer".into(),
+        Err(e) => outcome(&e),
+    }
+}
+
+fn probe_udp(target: SocketAddr, timeout: Duration) -> String {
+    let local: SocketAddr = if target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }
+        .parse()
+        .expect("a socket address");
+    let attempt = || -> std::io::Result<String> {
+        let socket = UdpSocket::bind(local)?;
+        // Connected, so an ICMP port unreachable comes back as ECONNREFUSED.
+        socket.connect(target)?;
+        socket.set_read_timeout(Some(timeout))?;
+        socket.send(b"probe")?;
+        let mut buffer = [0u8; 512];
+        let n = socket.recv(&mut buffer)?;
+        Ok(answer(&String::from_utf8_lossy(&buffer[..n])))
+    };
+    attempt().unwrap_or_else(|e| outcome(&e))
+}
+
+fn probe(tcp: bool, target: SocketAddr, attempts: u64, timeout: Duration) {
+    let handles: Vec<_> = (0..attempts)
+        .map(|_| {
+            thread::spawn(move || {
+                if tcp {
+                    probe_tcp(target, timeout)
+                } else {
+                    probe_udp(target, timeout)
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        println!(
+            "{}",
+            handle
+                .join()
+                .unwrap_or_else(|_| "error the attempt's thread panicked".into())
+        );
+    }
+}
+
+fn stream(target: SocketAddr, interval: Duration, count: u64) -> Result<(), String> {
+    let local: SocketAddr = if target.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }
+        .parse()
+        .expect("a socket address");
+    let socket = UdpSocket::bind(local).map_err(|e| format!("UDP socket: {e}"))?;
+    socket
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| format!("UDP socket: {e}"))?;
+    let answers: Arc<Mutex<BTreeMap<u64, String>>> = Arc::default();
+    let receiver = socket.try_clone().map_err(|e| format!("UDP socket: {e}"))?;
+    let received = Arc::clone(&answers);
+    let done = Arc::new(Mutex::new(None::<Instant>));
+    let sender_done = Arc::clone(&done);
+    let listener = thread::spawn(move || {
+        let mut buffer = [0u8; 512];
+        loop {
+            if let Ok(n) = receiver.recv(&mut buffer) {
+                let reply = String::from_utf8_lossy(&buffer[..n]).to_string();
+                let mut words = reply.split_whitespace();
+                if let (Some(name), Some(_), Some(seq)) = (words.next(), words.next(), words.next()) {
+                    if let Ok(seq) = seq.parse::<u64>() {
+                        received.lock().expect("answers").insert(seq, name.to_string());
+                    }
+                }
+            }
+            let finished = *sender_done.lock().expect("done");
+            if finished.is_some_and(|at: Instant| at.elapsed() > Duration::from_secs(1)) {
+                return;
+            }
+        }
+    });
+    socket.connect(target).map_err(|e| format!("UDP socket: {e}"))?;
+    let start = Instant::now();
+    let mut sent = Vec::new();
+    for seq in 0..count {
+        let due = start + interval * u32::try_from(seq).unwrap_or(u32::MAX);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            thread::sleep(wait);
+        }
+        sent.push((seq, now_ms()));
+        // A refused datagram (ICMP from the last send) is a lost one.
+        let _ = socket.send(seq.to_string().as_bytes());
+    }
+    *done.lock().expect("done") = Some(Instant::now());
+    let _ = listener.join();
+    let answers = answers.lock().expect("answers");
+    for (seq, at) in sent {
+        println!("{seq} {at} {}", answers.get(&seq).map_or("lost", String::as_str));
+    }
+    Ok(())
+}

@@ -1,0 +1,472 @@
+#!/usr/bin/env bash
+# The VM half of tests/vm/traffic-diff.sh (which boots it: see there).
+#
+# Builds a small network twice, once for each proxy, and sends the same
+# traffic through it: first with the real kube-proxy (--proxy-mode=ipvs: IPVS,
+# iptables and ipset), then with ipvs-agent (IPVS and table inet svcnet). Each
+# time, from /data/traffic-plan.tsv (tests/vm/traffic-plan.py):
+#
+#   lan          a bridge (192.168.56.1, fd00:56::1): the network between
+#                the nodes and the outside hosts, and their router
+#   node-a       the node the proxy runs on (192.168.56.10, fd00:56::10),
+#                reaching the apiserver at 127.0.0.1:6443 (socat to the host)
+#   node-b       the other node (192.168.56.11, fd00:56::11); pod routes
+#                between the two nodes, node-b's default route to the router
+#                (so an unmasqueraded reply from node-b misses node-a)
+#   b<N>         one namespace per backend of the plan (every Pod, and every
+#                EndpointSlice address no Pod has) at its addresses, behind
+#                its node, answering on every port TCP and UDP with its name
+#                and the source address it saw (`traffic serve`)
+#   client-a     a pod of node-a that is no endpoint (10.244.1.250)
+#   outside-*    two hosts behind the router, routed to node-a: one inside
+#                the first loadBalancerSourceRanges, one outside every range
+#
+# The matrix: one row per frontend of the plan, one column per client (a pod
+# on node-a, the endpoint pod itself, node-a's own processes, the outside
+# host allowed by source ranges, the one refused); a cell is what its
+# attempts saw, `traffic probe` lines sorted and made unique: "ok NAME
+# SOURCE", "refused", "timeout", ... A source that is one of the Service
+# addresses on kube-ipvs0 is written "kube-ipvs0-address" (the kernel's pick
+# for a masquerade depends on the order they were bound in). A
+# sessionAffinity row's cell says only that all attempts met one backend, and
+# whether it was reached (which one depends on where round robin stood);
+# its first attempt goes alone, so that the rest follow the affinity it
+# made. One check per row: the two matrices
+# agree on it. On any difference both matrices are printed. Then claims the
+# svcnet matrix must make whatever the manifests: hairpin masqueraded,
+# external traffic masqueraded under policy Cluster and its source kept under
+# Local, source ranges enforced, a ClusterIP's unused port refused.
+#
+# Then the UDP rollout: a client in client-a sends to a UDP Service every
+# 20 ms from one socket (1,500 datagrams, 30 s); 3 s in, its one endpoint is
+# replaced (the new pod made ready, then the old deleted and gone); the
+# datagrams lost after the new pod was ready are counted for each proxy. svcnet must lose none after the first answer
+# from the new pod, and no more than kube-proxy in all.
+#
+# Environment (run.sh's VM_APPEND): SVCNET_API_PORT; SVCNET_TRAFFIC_TIMEOUT_MS
+# (default 1500), the time an attempt waits. Files: /data/kubeconfig,
+# /data/traffic-plan.tsv; /usr/local/bin/{kube-proxy,kubectl,ipvs-agent,traffic}.
+. /vm/lib.sh
+set -u
+
+API_PORT="${SVCNET_API_PORT:?SVCNET_API_PORT is not set}"
+TIMEOUT_MS="${SVCNET_TRAFFIC_TIMEOUT_MS:-1500}"
+PLAN=/data/traffic-plan.tsv
+CLUSTER_CIDR=10.244.0.0/16,fd00:10:244::/56
+NODE_A4=192.168.56.10 NODE_A6=fd00:56::10
+NODE_B4=192.168.56.11 NODE_B6=fd00:56::11
+ROUTER4=192.168.56.1 ROUTER6=fd00:56::1
+CLIENT4=10.244.1.250 CLIENT6=fd00:10:244:1::250
+KUBECTL=(kubectl --kubeconfig /run/kubeconfig-vm --request-timeout=30s)
+COLUMNS_=(local-pod hairpin node outside-allowed outside-refused)
+
+vm_kube_prepare "$API_PORT" || vm_finish
+[[ -s $PLAN ]] || { vm_fail "the plan" "$PLAN is missing or empty"; vm_finish; }
+
+# The world's namespaces and background processes, for world_down.
+WORLD_PIDS=/run/world.pids
+: >"$WORLD_PIDS"
+bg_in() { # bg_in NS LOG COMMAND...: COMMAND in NS, in the background
+    local ns="$1" log="$2"
+    shift 2
+    ip netns exec "$ns" "$@" >"$log" 2>&1 &
+    echo $! >>"$WORLD_PIDS"
+    disown $!
+}
+ns_new() {
+    ip netns add "$1"
+    ip -n "$1" link set lo up
+    ip netns exec "$1" sh -c 'for f in all default; do echo 0 >/proc/sys/net/ipv6/conf/$f/accept_dad; done'
+}
+forwarding() { ip netns exec "$1" sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward; echo 1 >/proc/sys/net/ipv6/conf/all/forwarding'; }
+# lan_attach NS SHORT: NS's eth0 on the lan bridge (port l-SHORT).
+lan_attach() {
+    ip -n lan link add "l-$2" type veth peer name eth0 netns "$1"
+    ip -n lan link set "l-$2" master br0 up
+    ip -n "$1" link set eth0 up
+}
+# node_ns NS IP4 IP6: a node on the lan, routing to the router by default.
+node_ns() {
+    ns_new "$1"
+    forwarding "$1"
+    lan_attach "$1" "$1"
+    ip -n "$1" addr add "$2/24" dev eth0
+    ip -n "$1" addr add "$3/64" dev eth0 nodad
+    ip -n "$1" route add default via "$ROUTER4"
+    ip -n "$1" -6 route add default via "$ROUTER6"
+}
+# pod_ns NODE NS IP4 IP6: a pod namespace behind NODE (a veth, proxy ARP for
+# 169.254.1.1 and fe80::1 on the node's end, /32 and /128 routes to it).
+pod_ns() {
+    local node="$1" ns="$2" ip4="$3" ip6="$4" port="v-$2"
+    ns_new "$ns"
+    ip -n "$node" link add "$port" type veth peer name eth0 netns "$ns"
+    ip netns exec "$node" sh -c "echo 1 >/proc/sys/net/ipv4/conf/$port/proxy_arp"
+    ip -n "$node" link set "$port" up
+    ip -n "$ns" link set eth0 up
+    if [[ $ip4 != - ]]; then
+        ip -n "$node" route add "$ip4/32" dev "$port"
+        ip -n "$ns" addr add "$ip4/32" dev eth0
+        ip -n "$ns" route add 169.254.1.1 dev eth0 scope link
+        ip -n "$ns" route add default via 169.254.1.1 dev eth0
+    fi
+    if [[ $ip6 != - ]]; then
+        ip -n "$node" -6 addr add fe80::1/64 dev "$port" nodad
+        ip -n "$node" -6 route add "$ip6/128" dev "$port"
+        ip -n "$ns" -6 addr add "$ip6/128" dev eth0 nodad
+        ip -n "$ns" -6 route add default via fe80::1 dev eth0
+    fi
+}
+# outside_ns ROLE IP4 IP6: the host outside-ROLE behind the router, its
+# traffic to Services routed through node-a (as a load balancer or a route to
+# externalIPs would).
+outside_ns() {
+    local ns="outside-$1" ip4="$2" ip6="$3"
+    ns_new "$ns"
+    lan_attach "$ns" "$1"
+    ip -n "$ns" addr add "$ip4/32" dev eth0
+    ip -n "$ns" addr add "$ip6/128" dev eth0 nodad
+    ip -n "$ns" route add 192.168.56.0/24 dev eth0
+    ip -n "$ns" route add default via "$NODE_A4"
+    ip -n "$ns" -6 route add fd00:56::/64 dev eth0
+    ip -n "$ns" -6 route add default via "$NODE_A6"
+    for via in lan:br0 node-a:eth0; do
+        ip -n "${via%%:*}" route add "$ip4/32" dev "${via#*:}"
+        ip -n "${via%%:*}" -6 route add "$ip6/128" dev "${via#*:}"
+    done
+}
+
+# Backend NAME -> namespace, and the outside hosts' addresses.
+declare -A BACKEND_NS=() BACKEND_IPS=()
+OUTSIDE_ALLOWED4='' OUTSIDE_ALLOWED6='' OUTSIDE_REFUSED4='' OUTSIDE_REFUSED6=''
+
+world_up() {
+    local kind name node ip4 ip6 ports i=0
+    ns_new lan
+    forwarding lan
+    ip -n lan link add br0 type bridge
+    ip -n lan link set br0 up
+    ip -n lan addr add "$ROUTER4/24" dev br0
+    ip -n lan addr add "$ROUTER6/64" dev br0 nodad
+    node_ns node-a "$NODE_A4" "$NODE_A6"
+    node_ns node-b "$NODE_B4" "$NODE_B6"
+    ip -n node-a route add 10.244.2.0/24 via "$NODE_B4"
+    ip -n node-a -6 route add fd00:10:244:2::/64 via "$NODE_B6"
+    ip -n node-b route add 10.244.1.0/24 via "$NODE_A4"
+    ip -n node-b -6 route add fd00:10:244:1::/64 via "$NODE_A6"
+    bg_in node-a /run/socat-node-a.log socat TCP-LISTEN:6443,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/run/apiserver.sock
+    pod_ns node-a client-a "$CLIENT4" "$CLIENT6"
+    while IFS=$'\t' read -r kind name node ip4 ip6 ports; do
+        case $kind in
+            backend)
+                i=$((i + 1))
+                pod_ns "$node" "b$i" "$ip4" "$ip6"
+                BACKEND_NS[$name]="b$i"
+                BACKEND_IPS[$name]="$ip4 $ip6"
+                [[ $ports != - ]] && bg_in "b$i" "/run/b$i.log" traffic serve "$name" ${ports//,/ }
+                ;;
+            outside)
+                # name is the role, node and ip4 the two addresses.
+                outside_ns "$name" "$node" "$ip4"
+                if [[ $name == allowed ]]; then OUTSIDE_ALLOWED4="$node" OUTSIDE_ALLOWED6="$ip4"; else OUTSIDE_REFUSED4="$node" OUTSIDE_REFUSED6="$ip4"; fi
+                ;;
+        esac
+    done <"$PLAN"
+}
+
+world_down() {
+    local pid ns
+    while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$WORLD_PIDS"
+    : >"$WORLD_PIDS"
+    for ns in $(ip netns list | awk '{print $1}'); do
+        for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+    done
+    sleep 1
+    for ns in $(ip netns list | awk '{print $1}'); do
+        for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+        ip netns del "$ns"
+    done
+}
+
+# What the proxy has programmed in node-a; settled when three reads 2 s
+# apart agree and `kubernetes` is there (180 s at most).
+snapshot() {
+    ip netns exec node-a ipvsadm-save -n | LC_ALL=C sort
+    ip -n node-a -o addr show dev kube-ipvs0 2>/dev/null | awk '{print $4}' | LC_ALL=C sort
+    ip netns exec node-a nft list ruleset 2>/dev/null | wc -l
+}
+settle() {
+    local last='' now streak=0 deadline=$((SECONDS + 180))
+    while ((SECONDS < deadline)); do
+        now="$(snapshot)"
+        if [[ $now == "$last" ]] && grep -q '^-A -t 10.96.0.1:443 ' <<<"$now"; then
+            streak=$((streak + 1))
+            ((streak >= 2)) && return 0
+        else
+            streak=0
+        fi
+        last="$now"
+        sleep 2
+    done
+    return 1
+}
+
+start_proxy() {
+    case $1 in
+        kube-proxy)
+            bg_in node-a /run/kube-proxy.log kube-proxy --proxy-mode=ipvs --kubeconfig /run/kubeconfig-node \
+                --hostname-override node-a --cluster-cidr "$CLUSTER_CIDR" --conntrack-max-per-core=0 \
+                --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
+            ;;
+        svcnet)
+            bg_in node-a /run/svcnet.log env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
+                --hostname-override node-a --state-file /run/svcnet-state.json \
+                --nftables --cluster-cidr "$CLUSTER_CIDR"
+            ;;
+    esac
+}
+
+# The Service addresses bound on kube-ipvs0. When a masquerade has no
+# address on the way out (a pod's veth has only fe80::1), the kernel takes one
+# of node-a's by its source selection rules, which may be any of these, and
+# which one depends on the order they were bound in; cells write such a
+# source as "kube-ipvs0-address".
+awk -F'\t' '$1 == "row" && $8 != "NodePort" {print $3}' "$PLAN" | sort -u >/run/vips.txt
+
+# cell NS PROTOCOL ADDRESS PORT ATTEMPTS AFFINITY: what the attempts from NS saw.
+cell() {
+    local out
+    if [[ $6 == 1 ]]; then
+        # Under sessionAffinity the first connection makes the affinity;
+        # the rest, at once, must follow it.
+        out="$(ip netns exec "$1" traffic probe "$2" "$3" "$4" 1 "$TIMEOUT_MS" 2>&1
+            ip netns exec "$1" traffic probe "$2" "$3" "$4" "$(($5 - 1))" "$TIMEOUT_MS" 2>&1)"
+    else
+        out="$(ip netns exec "$1" traffic probe "$2" "$3" "$4" "$5" "$TIMEOUT_MS" 2>&1)"
+    fi
+    out="$(awk 'NR == FNR { vip[$1] = 1; next } $1 == "ok" && ($3 in vip) { $3 = "kube-ipvs0-address" } 1' /run/vips.txt - <<<"$out")"
+    # Under sessionAffinity every attempt must meet the same backend; which
+    # one depends on where round robin stood, so only that is written, and
+    # whether it was reached (answered or refused) or not.
+    if [[ $6 == 1 && $(LC_ALL=C sort -u <<<"$out" | wc -l) == 1 ]]; then
+        case $out in
+            ok* | refused*) echo "affinity: $5 alike, reached" ;;
+            *) echo "affinity: $5 alike, $(head -n 1 <<<"$out")" ;;
+        esac
+    else
+        LC_ALL=C sort -u <<<"$out" | paste -sd, -
+    fi
+}
+
+# matrix OUT: one line per cell, "LABEL<TAB>COLUMN<TAB>CELL".
+matrix() {
+    local out="$1" kind proto addr port attempts affinity hairpin fkind service etp ranges label col ns
+    : >"$out"
+    while IFS=$'\t' read -r kind proto addr port attempts affinity hairpin fkind service etp ranges label; do
+        [[ $kind == row ]] || continue
+        for col in "${COLUMNS_[@]}"; do
+            case $col in
+                local-pod) ns=client-a ;;
+                hairpin) ns="${BACKEND_NS[$hairpin]:-}" ;;
+                node) ns=node-a ;;
+                *) ns="$col" ;;
+            esac
+            if [[ -z $ns ]]; then
+                printf '%s\t%s\t%s\n' "$label" "$col" "n/a" >>"$out"
+            else
+                printf '%s\t%s\t%s\n' "$label" "$col" "$(cell "$ns" "$proto" "$addr" "$port" "$attempts" "$affinity")" >>"$out"
+            fi
+        done
+    done <"$PLAN"
+}
+
+# The matrix as a table for people: a block per row, a line per column.
+show_matrix() {
+    awk -F'\t' '$1 != last { print "  " $1; last = $1 } { printf "    %-16s %s\n", $2, $3 }' "$1"
+}
+
+# rollout MODE: the UDP rollout test; sets ROLL_LOST (datagrams lost after the
+# replacement) and ROLL_LOST_LATE (lost after the first answer from the new pod).
+rollout() {
+    local mode="$1" k8s_ns="roll-$1" cip t_replace first_new
+    ROLL_LOST=-1 ROLL_LOST_LATE=-1
+    "${KUBECTL[@]}" create namespace "$k8s_ns" >/dev/null
+    "${KUBECTL[@]}" create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: udp-roll, namespace: $k8s_ns}
+spec:
+  selector: {app: roll}
+  ports: [{name: dns, port: 53, protocol: UDP, targetPort: 5353}]
+EOF
+    cip="$("${KUBECTL[@]}" get service udp-roll -n "$k8s_ns" -o jsonpath='{.spec.clusterIP}')"
+    roll_pod() { # roll_pod NAME IP: a ready pod of the Service, and its namespace
+        pod_ns node-a "$1" "$2" -
+        bg_in "$1" "/run/$1.log" traffic serve "$1" 5353
+        "${KUBECTL[@]}" create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $k8s_ns, labels: {app: roll}}
+spec:
+  nodeName: node-a
+  containers: [{name: main, image: registry.k8s.io/pause:3.10, ports: [{containerPort: 5353, protocol: UDP}]}]
+EOF
+        "${KUBECTL[@]}" patch pod "$1" -n "$k8s_ns" --subresource=status --type=merge -p \
+            "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],\"podIP\":\"$2\",\"podIPs\":[{\"ip\":\"$2\"}]}}" >/dev/null
+    }
+    roll_pod roll-old 10.244.1.201
+    if ! vm_wait_until 60 ip netns exec node-a sh -c "ipvsadm -Ln -u $cip:53 | grep -q 10.244.1.201:5353"; then
+        vm_fail "$mode: UDP rollout" "the Service's first endpoint was not programmed within 60 s" || true
+        return
+    fi
+    ip netns exec client-a traffic stream "$cip" 53 20 1500 >"/run/roll-$mode.txt" 2>&1 &
+    local client=$!
+    sleep 3
+    roll_pod roll-new 10.244.1.202
+    t_replace="$(traffic now)"
+    "${KUBECTL[@]}" delete pod roll-old -n "$k8s_ns" --grace-period=0 --force >/dev/null 2>&1
+    for pid in $(ip netns pids roll-old); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns del roll-old
+    wait "$client"
+    ROLL_LOST="$(awk -v t="$t_replace" '$2 >= t && $3 == "lost"' "/run/roll-$mode.txt" | wc -l)"
+    first_new="$(awk '$3 == "roll-new" {print $1; exit}' "/run/roll-$mode.txt")"
+    if [[ -n $first_new ]]; then
+        ROLL_LOST_LATE="$(awk -v s="$first_new" '$1 > s && $3 == "lost"' "/run/roll-$mode.txt" | wc -l)"
+    fi
+    vm_info "$mode: UDP rollout: $(grep -c . "/run/roll-$mode.txt") datagrams; after the new pod was ready:" \
+        "$(awk -v t="$t_replace" '$2 >= t {n[$3]++} END {for (k in n) printf "%s %d, ", k, n[k]}' "/run/roll-$mode.txt")" \
+        "$ROLL_LOST lost, $ROLL_LOST_LATE of them after the new pod's first answer (datagram ${first_new:-none})"
+    "${KUBECTL[@]}" delete namespace "$k8s_ns" --wait=false >/dev/null 2>&1
+    for pid in $(ip netns pids roll-new); do kill "$pid" 2>/dev/null || true; done
+}
+
+# --- the two runs ------------------------------------------------------------------
+vm_info "kube-proxy $(kube-proxy --version 2>&1) and ipvs-agent $(ipvs-agent --version 2>&1 | awk '{print $2}'); $(grep -c '^row' "$PLAN") rows x ${#COLUMNS_[@]} clients, attempts wait ${TIMEOUT_MS} ms"
+declare -A LOST=() LOST_LATE=()
+for mode in kube-proxy svcnet; do
+    vm_info "--- $mode"
+    world_up
+    start_proxy "$mode"
+    if ! settle; then
+        vm_fail "$mode: programmed" "node-a's tables did not settle within 180 s" || true
+        tail -n 20 "/run/$mode.log"
+    fi
+    vm_info "$mode: $(ip netns exec node-a ipvsadm-save -n | grep -c '^-A') virtual servers; matrix..."
+    started=$SECONDS
+    matrix "/run/matrix-$mode.tsv"
+    vm_info "$mode: matrix in $((SECONDS - started)) s"
+    ip netns exec node-a sh -c 'iptables-save; ip6tables-save; ipset list; nft list table inet svcnet' >"/run/rules-$mode.txt" 2>&1
+    rollout "$mode"
+    LOST[$mode]=$ROLL_LOST
+    LOST_LATE[$mode]=$ROLL_LOST_LATE
+    world_down
+done
+
+# --- the comparison --------------------------------------------------------------
+vm_info "--- the two matrices, row by row"
+KP=/run/matrix-kube-proxy.tsv SV=/run/matrix-svcnet.tsv
+differ=0
+while IFS= read -r label; do
+    a="$(awk -F'\t' -v l="$label" '$1 == l {print $2 ": " $3}' "$KP")"
+    b="$(awk -F'\t' -v l="$label" '$1 == l {print $2 ": " $3}' "$SV")"
+    if [[ $a == "$b" ]]; then
+        vm_pass "$label" "identical: $(awk -F': ' '{print $2}' <<<"$a" | cut -c1-40 | paste -sd'|' -)"
+    else
+        differ=1
+        echo "--- $label: the cells that differ"
+        mapfile -t A <<<"$a"
+        mapfile -t B <<<"$b"
+        for i in "${!A[@]}"; do
+            [[ ${A[i]} == "${B[i]:-}" ]] || printf '    kube-proxy %s\n    svcnet     %s\n' "${A[i]}" "${B[i]:-}"
+        done
+        vm_fail "$label" "the matrices differ" || true
+    fi
+done < <(awk -F'\t' '$1 == "row" {print $NF}' "$PLAN")
+if ((!differ)); then
+    echo "--- the matrix, the same for both"
+    show_matrix "$SV"
+else
+    echo "--- the kube-proxy matrix"
+    show_matrix "$KP"
+    echo "--- the svcnet matrix"
+    show_matrix "$SV"
+    echo "--- kube-proxy's loop-back (hairpin) sets and nat rules, and svcnet's table"
+    grep -A12 -E '^Name: KUBE(-6)?-LOOP-BACK' /run/rules-kube-proxy.txt || true
+    grep -E 'KUBE-(POSTROUTING|LOOP-BACK)' /run/rules-kube-proxy.txt || true
+    grep -B2 -A8 'hairpin' /run/rules-svcnet.txt | head -n 40 || true
+fi
+
+# --- claims the svcnet matrix must make ----------------------------------------------
+# claim NAME AWK-PATTERN AWK-ACTION: the svcnet cells the pattern selects
+# ($1 label, $2 column, $3 cell; the plan's row fields by label: kind, etp,
+# ranges, aff, hp; a backend's addresses in ips) are examined by the action,
+# which prints each cell that breaks the claim. PASS with the number of cells
+# examined, SKIP when the manifests give none, else FAIL with the cells.
+claim() {
+    local name="$1" out bad seen
+    out="$(awk -F'\t' -v a4="$OUTSIDE_ALLOWED4" -v a6="$OUTSIDE_ALLOWED6" -v n4="$NODE_A4" -v n6="$NODE_A6" \
+        -v client4="$CLIENT4" -v client6="$CLIENT6" '
+        NR == FNR { if ($1 == "row") { kind[$NF] = $8; etp[$NF] = $10; ranges[$NF] = $11; aff[$NF] = $6; hp[$NF] = $7 }
+                    if ($1 == "backend") { ips[$2] = $4 " " $5 }
+                    next }
+        { label = $1; col = $2; cell = $3 }
+        '"$2"' { seen++; '"$3"' }
+        END { print "EXAMINED " seen + 0 }' "$PLAN" "$SV")"
+    seen="$(sed -n 's/^EXAMINED //p' <<<"$out")"
+    bad="$(grep -v '^EXAMINED ' <<<"$out" || true)"
+    if ((seen == 0)); then
+        vm_skip "$name" "no cell of these manifests is one it is about"
+    elif [[ -z $bad ]]; then
+        vm_pass "$name" "$seen cells"
+    else
+        echo "--- $name: these cells say otherwise"
+        echo "$bad" | head -n 20
+        vm_fail "$name" "$(grep -c . <<<"$bad") of $seen cells" || true
+    fi
+}
+# Words of a cell: n = split(cell, parts, ","), then split(parts[i], w, " ").
+claim "svcnet: a pod reaching itself through its Service is masqueraded (hairpin)" \
+    'col == "hairpin" && aff[label] == "0" && cell != "n/a"' '
+        split(ips[hp[label]], own, " "); n = split(cell, parts, ",")
+        for (i = 1; i <= n; i++) { split(parts[i], w, " ")
+            if (w[1] == "ok" && w[2] == hp[label] && (w[3] == own[1] || w[3] == own[2])) print label ": " cell }'
+claim "svcnet: outside traffic to a policy-Cluster NodePort, externalIP or LB IP is masqueraded" \
+    'col == "outside-allowed" && etp[label] == "Cluster" && kind[label] ~ /NodePort|ExternalIP|LoadBalancer/' '
+        n = split(cell, parts, ",")
+        for (i = 1; i <= n; i++) { split(parts[i], w, " "); if (w[1] == "ok" && w[3] != n4 && w[3] != n6 && w[3] != "kube-ipvs0-address") print label ": " cell }'
+claim "svcnet: outside traffic to a policy-Local frontend keeps its source address" \
+    'col == "outside-allowed" && etp[label] == "Local" && kind[label] ~ /NodePort|ExternalIP|LoadBalancer/' '
+        n = split(cell, parts, ",")
+        for (i = 1; i <= n; i++) { split(parts[i], w, " "); if (w[1] == "ok" && w[3] != a4 && w[3] != a6) print label ": " cell }'
+claim "svcnet: loadBalancerSourceRanges refuse the outside host outside them" \
+    'col == "outside-refused" && ranges[label] == "1" && kind[label] == "LoadBalancer"' '
+        if (cell ~ /(^|,)ok/) print label ": " cell'
+claim "svcnet: loadBalancerSourceRanges let the outside host inside them through" \
+    'col == "outside-allowed" && ranges[label] == "1" && kind[label] == "LoadBalancer" && (etp[label] == "Cluster" || hp[label] != "-")' '
+        if (cell !~ /(^|,)ok/) print label ": " cell'
+claim "svcnet: a ClusterIP on a port no Service has refuses connections (the filter)" \
+    'kind[label] == "unused" && col == "local-pod"' '
+        if (cell != "refused") print label ": " cell'
+claim "svcnet: ClusterIP traffic from a local pod keeps the pod's address" \
+    'col == "local-pod" && kind[label] == "ClusterIP" && aff[label] == "0"' '
+        n = split(cell, parts, ",")
+        for (i = 1; i <= n; i++) { split(parts[i], w, " "); if (w[1] == "ok" && w[3] != client4 && w[3] != client6) print label ": " cell }'
+claim "svcnet: some traffic gets through (the world works)" \
+    'col == "local-pod"' '
+        if (cell ~ /(^|,)ok/) any = 1 } END { if (!any) print "no cell of the local-pod column connected"'
+
+# --- the UDP rollout -------------------------------------------------------------------
+if ((LOST[svcnet] < 0 || LOST[kube-proxy] < 0)); then
+    vm_fail "UDP rollout: lost datagrams counted for both proxies" "kube-proxy ${LOST[kube-proxy]}, svcnet ${LOST[svcnet]}" || true
+else
+    vm_check "UDP rollout: svcnet loses no datagram once the new pod has answered" [ "${LOST_LATE[svcnet]}" -eq 0 ]
+    vm_check "UDP rollout: svcnet loses no more than kube-proxy (svcnet ${LOST[svcnet]}, kube-proxy ${LOST[kube-proxy]})" \
+        [ "${LOST[svcnet]}" -le "${LOST[kube-proxy]}" ]
+fi
+for f in kube-proxy svcnet; do
+    if grep -qiE 'panic|fatal' "/run/$f.log"; then
+        echo "--- /run/$f.log"
+        tail -n 30 "/run/$f.log"
+    fi
+done
+vm_finish
