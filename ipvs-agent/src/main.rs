@@ -393,7 +393,7 @@ fn cleanup_nftables() -> bool {
             tracing::info!("nftables table inet svcnet deleted (if it was there)");
             true
         }
-        Err(e) if e.no_nf_tables() => {
+        Err(e) if e.missing_nf_tables().is_some() => {
             tracing::debug!(error = %e, "no nf_tables in this kernel: no table to delete");
             true
         }
