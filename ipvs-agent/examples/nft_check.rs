@@ -11,13 +11,17 @@
 //!  5. a change of shape (`masqueradeAll`) replaces it;
 //!  6. a refused transaction (an element for a set that is not there) is
 //!     reported naming the set, and leaves the table as it was;
-//!  7. cleanup deletes the table, twice (the second finds none).
+//!  7. cleanup deletes the table, twice (the second finds none);
+//!  8. a transaction sent without CAP_NET_ADMIN is refused as a whole, on
+//!     its batch-begin message (how the kernel also refuses one when it has
+//!     no nf_tables subsystem), and is not taken for a kernel without
+//!     nf_tables.
 
 use std::net::IpAddr;
 use std::process::ExitCode;
 
 use ipvs_agent::kernel::nft::{NftApplier, NftError, NftSocket, NftSyncOutcome};
-use ipvs_agent::nftables::NftMessage;
+use ipvs_agent::nftables::{NftMessage, Operation};
 use svcnet_core::proxy::nftables::empty_table;
 use svcnet_core::proxy::nftables::model::{Element, Table, Value};
 use svcnet_core::proxy::table::Protocol;
@@ -116,6 +120,32 @@ fn main() -> ExitCode {
                 println!("FAIL {name}: {e}");
                 ok = false;
             }
+        }
+    }
+    let unprivileged = std::thread::spawn(move || {
+        // SAFETY: a plain syscall with integer arguments. Made raw, it
+        // changes this thread's credentials alone (glibc's setresuid would
+        // change every thread's): the thread becomes nobody, without
+        // CAP_NET_ADMIN, and ends after this one transaction.
+        let dropped = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+        if dropped != 0 {
+            return Err(format!("setresuid: {}", std::io::Error::last_os_error()));
+        }
+        let mut applier = NftApplier::open().map_err(|e| e.to_string())?;
+        Ok(applier.sync(&one))
+    })
+    .join();
+    match unprivileged {
+        Ok(Ok(Err(NftError::Refused(refusal))))
+            if refusal.operation == Operation::Batch
+                && refusal.errno == libc::EPERM
+                && NftError::Refused(refusal.clone()).missing_nf_tables().is_none() =>
+        {
+            println!("PASS refused as a whole: {refusal}")
+        }
+        other => {
+            println!("FAIL refused as a whole: {other:?}");
+            ok = false;
         }
     }
     if ok {

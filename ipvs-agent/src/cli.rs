@@ -3,6 +3,7 @@
 //! commands themselves live in `main.rs`.
 
 use crate::kubeapi::ApiSource;
+use crate::nftables_sync::NftablesMode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -53,7 +54,8 @@ Exit status:
      (3 MiB per document, 64 MiB per file, nesting deeper than 100, more than 1,000 aliases
      per document, more than 100,000 objects per file)
   4  API: the apiserver could not be reached or read
-  5  kernel: IPVS, kube-ipvs0 or the sysctls could not be programmed or read";
+  5  kernel: IPVS, kube-ipvs0 or the sysctls could not be programmed or read, or run --nftables
+     was given on a kernel without nf_tables";
 
 /// The `ipvs-agent` command line.
 #[derive(Debug, Parser)]
@@ -82,7 +84,7 @@ pub enum Command {
                       \x20             LoadBalancer traffic with externalTrafficPolicy Cluster; ClusterIP traffic from\n  \
                       \x20             outside --cluster-cidr, or all of it with --masquerade-all), the\n  \
                       \x20             loadBalancerSourceRanges firewall, and the refusal of kube-ipvs0 addresses on\n  \
-                      \x20             ports no Service has. `nft -f` reads it; `run` does not apply it yet"
+                      \x20             ports no Service has. `nft -f` reads it; `run` keeps it in the kernel"
     )]
     Plan(PlanArgs),
     /// Program the kernel's IPVS table and keep it in sync.
@@ -92,15 +94,17 @@ pub enum Command {
                             applies only the differences. Manifest changes are picked up within --min-sync-period; \
                             every --sync-period the whole table is re-checked, so rules deleted by hand come back. \
                             A removed pod's real server is set to weight 0 and deleted once its connections end \
-                            (or after --drain-timeout). With --nftables (new, off by default), the nftables \
-                            table inet svcnet is kept as well, one transaction per change. Needs CAP_NET_ADMIN."
+                            (or after --drain-timeout). The nftables table inet svcnet (masquerade and filter \
+                            rules standing in for the iptables rules of kube-proxy's IPVS mode) is kept as well, \
+                            one transaction per change, unless --nftables=false. Needs CAP_NET_ADMIN."
     )]
     Run(RunArgs),
     /// Remove the virtual servers and kube-ipvs0 addresses the agent owns, and the link.
     #[command(
         long_about = "Remove everything the agent owns: the virtual servers on kube-ipvs0 addresses and \
                             NodePorts on the node's addresses, the kube-ipvs0 addresses, the kube-ipvs0 link, and \
-                            the nftables table inet svcnet (run --nftables) if there is one. \
+                            the nftables table inet svcnet (kept by run) if there is one; a kernel without \
+                            nf_tables has none, and that is no error. \
                             Virtual servers on other addresses (keepalived, hand-made ipvsadm rules) are left alone. \
                             Needs CAP_NET_ADMIN."
     )]
@@ -190,8 +194,9 @@ pub struct Common {
     /// A kube-proxy configuration file (KubeProxyConfiguration, kubeproxy.config.k8s.io/v1alpha1),
     /// read as kube-proxy reads it: its values win over the flags. Used: ipvs.scheduler,
     /// ipvs.syncPeriod, ipvs.minSyncPeriod, ipvs.excludeCIDRs, ipvs.strictARP, the ipvs timeouts, hostnameOverride,
-    /// clientConnection.kubeconfig, healthzBindAddress, metricsBindAddress, nodePortAddresses; every
-    /// other field is validated and reported as not used.
+    /// clientConnection.kubeconfig, healthzBindAddress, metricsBindAddress, nodePortAddresses,
+    /// clusterCIDR (with detectLocalMode ClusterCIDR, kube-proxy's default) and iptables.masqueradeAll
+    /// (for the nftables rules); every other field is validated and reported as not used.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Log format.
@@ -228,9 +233,12 @@ impl Common {
 
 impl Command {
     /// Reads `--config` (a KubeProxyConfiguration) if given and puts its
-    /// values over the flags; returns the file's warnings (unknown fields,
-    /// fields svcnet does not use). An unreadable or invalid file is an
-    /// error naming the file and, in kube-proxy's words, the fields.
+    /// values over the flags, as kube-proxy does (it ignores its flags
+    /// when given `--config`; here a flag stays where the file leaves a
+    /// field unset); returns the file's warnings (unknown fields, fields
+    /// svcnet does not use, a `--cluster-cidr` the file overrides). An
+    /// unreadable or invalid file is an error naming the file and, in
+    /// kube-proxy's words, the fields.
     pub fn apply_kube_proxy_config(&mut self) -> Result<Vec<String>, String> {
         let Some(path) = self.common().config.clone() else {
             return Ok(Vec::new());
@@ -255,6 +263,10 @@ impl Command {
         if !settings.exclude_cidrs.is_empty() {
             common.ipvs_exclude_cidrs = settings.exclude_cidrs;
         }
+        let mut warnings = read.warnings;
+        if let Some(masquerade) = self.masquerade_mut() {
+            warnings.extend(masquerade.apply(settings.cluster_cidrs, settings.masquerade_all));
+        }
         if let Command::Run(run) = self {
             run.sync_period = nanos(settings.sync_period_nanos);
             run.min_sync_period = nanos(settings.min_sync_period_nanos);
@@ -264,7 +276,16 @@ impl Command {
             run.healthz_bind_address = settings.healthz_bind_address;
             run.metrics_bind_address = settings.metrics_bind_address;
         }
-        Ok(read.warnings)
+        Ok(warnings)
+    }
+
+    /// The nftables rules' settings of the commands that have them.
+    fn masquerade_mut(&mut self) -> Option<&mut MasqueradeArgs> {
+        match self {
+            Command::Plan(a) => Some(&mut a.masquerade),
+            Command::Run(a) => Some(&mut a.masquerade),
+            Command::Cleanup(_) | Command::Sysctls(_) => None,
+        }
     }
 
     fn common_mut(&mut self) -> &mut Common {
@@ -286,14 +307,49 @@ pub struct PlanArgs {
     /// What to print.
     #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
     pub format: PlanFormat,
-    /// For --format nft: the cluster's pod CIDRs (kube-proxy's --cluster-cidr), at most one per
-    /// family. ClusterIP traffic from outside them is masqueraded; with none of a family, only what a
-    /// process on the node sends from a ClusterIP is, as in kube-proxy.
+    /// The nftables rules' settings (for --format nft).
+    #[command(flatten)]
+    pub masquerade: MasqueradeArgs,
+}
+
+/// What the nftables rules depend on besides the Services and the node
+/// (kube-proxy's flags of the same names), for `run` and `plan --format
+/// nft`.
+#[derive(Debug, Clone, Args)]
+pub struct MasqueradeArgs {
+    /// The cluster's pod CIDRs (kube-proxy's --cluster-cidr), at most one per family, for the
+    /// nftables rules: ClusterIP traffic from outside them is masqueraded; with none of a family,
+    /// only what a process on the node sends from a ClusterIP is, as in kube-proxy. A --config
+    /// file's clusterCIDR wins over it.
     #[arg(long, value_name = "CIDR[,CIDR]", value_delimiter = ',', value_parser = parse_cluster_cidr)]
     pub cluster_cidr: Vec<ipnetwork::IpNetwork>,
-    /// For --format nft: masquerade all ClusterIP traffic (kube-proxy's --masquerade-all).
+    /// Masquerade all ClusterIP traffic (kube-proxy's --masquerade-all; also when a --config file
+    /// sets iptables.masqueradeAll).
     #[arg(long)]
     pub masquerade_all: bool,
+}
+
+impl MasqueradeArgs {
+    /// Puts a configuration file's `clusterCIDR` (when set) over
+    /// `--cluster-cidr` and adds its `masqueradeAll`; returns a warning
+    /// when a `--cluster-cidr` that was given is overridden.
+    fn apply(&mut self, cluster_cidrs: Vec<ipnetwork::IpNetwork>, masquerade_all: bool) -> Option<String> {
+        self.masquerade_all |= masquerade_all;
+        if cluster_cidrs.is_empty() || cluster_cidrs == self.cluster_cidr {
+            return None;
+        }
+        let list = |cidrs: &[ipnetwork::IpNetwork]| cidrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+        let warning = (!self.cluster_cidr.is_empty()).then(|| {
+            format!(
+                "--cluster-cidr {} not used: the file's clusterCIDR {} wins, as kube-proxy ignores its flags \
+                 when given --config",
+                list(&self.cluster_cidr),
+                list(&cluster_cidrs)
+            )
+        });
+        self.cluster_cidr = cluster_cidrs;
+        warning
+    }
 }
 
 /// `run`'s flags.
@@ -348,19 +404,28 @@ pub struct RunArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set,
           num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub conntrack_cleanup: bool,
-    /// New, off by default: also keep the nftables table `inet svcnet` (masquerade and filter
-    /// rules, as `plan --format nft` prints it) in the kernel, one nf_tables transaction per change,
-    /// from the manifests or, in API mode, from the Services and EndpointSlices it follows (once
-    /// their first lists are whole).
-    #[arg(long)]
-    pub nftables: bool,
-    /// With --nftables: the cluster's pod CIDRs (kube-proxy's --cluster-cidr), at most one per
-    /// family, as for `plan --format nft`.
-    #[arg(long, value_name = "CIDR[,CIDR]", value_delimiter = ',', value_parser = parse_cluster_cidr, requires = "nftables")]
-    pub cluster_cidr: Vec<ipnetwork::IpNetwork>,
-    /// With --nftables: masquerade all ClusterIP traffic (kube-proxy's --masquerade-all).
-    #[arg(long, requires = "nftables")]
-    pub masquerade_all: bool,
+    /// Keep the nftables table `inet svcnet` in the kernel: the masquerade and filter rules that
+    /// stand in for the iptables rules of kube-proxy's IPVS mode, as `plan --format nft` prints
+    /// them, one nf_tables transaction per change (in API mode once the first lists are whole). On
+    /// by default. --nftables=false turns it off: the node then has no masquerading (hairpin
+    /// traffic, NodePort and external traffic, ClusterIP traffic from outside --cluster-cidr), no
+    /// loadBalancerSourceRanges filtering and no refusal of kube-ipvs0 addresses on ports no
+    /// Service has. On a kernel without nf_tables the agent warns once, programs IPVS alone and
+    /// reports svcnet_nftables_available 0; given explicitly (--nftables, --nftables=true), a
+    /// kernel without nf_tables is an error instead (exit status 5).
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub nftables: Option<bool>,
+    /// The nftables rules' settings.
+    #[command(flatten)]
+    pub masquerade: MasqueradeArgs,
+}
+
+impl RunArgs {
+    /// What `--nftables` asks for.
+    pub fn nftables_mode(&self) -> NftablesMode {
+        NftablesMode::from_flag(self.nftables)
+    }
 }
 
 /// `cleanup`'s flags.
@@ -575,6 +640,7 @@ mod tests {
             panic!("not run");
         };
         assert!(!run.once);
+        assert_eq!(run.nftables_mode(), NftablesMode::ByDefault);
         assert_eq!(run.min_sync_period, Duration::from_secs(1));
         assert_eq!(run.sync_period, Duration::from_secs(30));
         assert_eq!(run.drain_timeout, Duration::from_secs(600));
@@ -684,8 +750,8 @@ mod tests {
         else {
             panic!("not plan");
         };
-        assert_eq!(plan.cluster_cidr.len(), 2);
-        assert!(plan.masquerade_all);
+        assert_eq!(plan.masquerade.cluster_cidr.len(), 2);
+        assert!(plan.masquerade.masquerade_all);
         let err = parse(&["plan", "--cluster-cidr", "10.244.0.0"]).unwrap_err();
         assert!(err.contains("'10.244.0.0' for '--cluster-cidr <CIDR[,CIDR]>'"), "{err}");
         let mut cmd = Cli::command();
@@ -693,6 +759,130 @@ mod tests {
         assert!(
             help.contains("nft           the nftables ruleset (table inet svcnet)"),
             "{help}"
+        );
+    }
+
+    #[test]
+    fn nftables_is_on_by_default_and_takes_an_explicit_value() {
+        let mode = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Run(run) => run.nftables_mode(),
+            _ => panic!("not run"),
+        };
+        assert_eq!(mode(&["run"]), NftablesMode::ByDefault);
+        assert_eq!(
+            mode(&["run", "--nftables"]),
+            NftablesMode::Required,
+            "scripts pass it bare"
+        );
+        assert_eq!(mode(&["run", "--nftables=true"]), NftablesMode::Required);
+        assert_eq!(mode(&["run", "--nftables=false"]), NftablesMode::Off);
+        let err = parse(&["run", "--nftables=no"]).unwrap_err();
+        assert!(err.contains("invalid value 'no' for '--nftables[=<BOOL>]'"), "{err}");
+        let err = parse(&["run", "--nftables", "false"]).unwrap_err();
+        assert!(err.contains("unexpected argument 'false'"), "{err}");
+        assert!(parse(&["plan", "--nftables"]).is_err(), "plan programs nothing");
+        let mut cmd = Cli::command();
+        let help = cmd.find_subcommand_mut("run").unwrap().render_long_help().to_string();
+        assert!(help.contains("--nftables[=<BOOL>]"), "{help}");
+        for words in [
+            "On by default",
+            "--nftables=false turns it off: the node then has no masquerading",
+            "a kernel without nf_tables is an error instead (exit status 5)",
+            "the agent warns once, programs IPVS alone",
+        ] {
+            assert!(
+                help.split_whitespace().collect::<Vec<_>>().join(" ").contains(words),
+                "{words} missing from:\n{help}"
+            );
+        }
+    }
+
+    #[test]
+    fn cluster_cidr_and_masquerade_all_need_no_nftables_flag() {
+        let Command::Run(run) = parse(&["run", "--cluster-cidr", "10.244.0.0/16", "--masquerade-all"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run");
+        };
+        assert_eq!(run.nftables_mode(), NftablesMode::ByDefault);
+        assert_eq!(
+            run.masquerade.cluster_cidr,
+            ["10.244.0.0/16".parse::<ipnetwork::IpNetwork>().unwrap()]
+        );
+        assert!(run.masquerade.masquerade_all);
+        // With the table off they are accepted and change nothing.
+        assert!(parse(&["run", "--nftables=false", "--cluster-cidr", "10.244.0.0/16"]).is_ok());
+    }
+
+    /// The cluster CIDRs and masqueradeAll of a --config file, against the
+    /// flags: the file wins where it sets them (kube-proxy ignores its
+    /// flags when given --config), a flag stays where it does not, and a
+    /// --cluster-cidr the file overrides is warned about.
+    #[test]
+    fn a_config_files_cluster_cidr_and_masquerade_all_feed_the_nftables_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kube-proxy.yaml");
+        let path = file.to_str().unwrap();
+        let head = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n";
+        let cidrs = |list: &[&str]| {
+            list.iter()
+                .map(|c| c.parse().unwrap())
+                .collect::<Vec<ipnetwork::IpNetwork>>()
+        };
+        let read = |body: &str, flags: &[&str]| {
+            std::fs::write(&file, format!("{head}{body}")).unwrap();
+            let mut cli = parse(&[&["run", "--config", path], flags].concat()).unwrap();
+            let warnings = cli.command.apply_kube_proxy_config().unwrap();
+            let Command::Run(run) = cli.command else {
+                panic!("not run");
+            };
+            (run.masquerade, warnings)
+        };
+
+        let dual = "clusterCIDR: 10.244.0.0/16,fd00:10:244::/56\niptables: {masqueradeAll: true}\n";
+        let (from_file, warnings) = read(dual, &[]);
+        assert_eq!(from_file.cluster_cidr, cidrs(&["10.244.0.0/16", "fd00:10:244::/56"]));
+        assert!(from_file.masquerade_all);
+        assert!(warnings.is_empty(), "{warnings:?}");
+
+        let (file_wins, warnings) = read(dual, &["--cluster-cidr", "10.1.0.0/16"]);
+        assert_eq!(file_wins.cluster_cidr, cidrs(&["10.244.0.0/16", "fd00:10:244::/56"]));
+        assert_eq!(
+            warnings,
+            ["--cluster-cidr 10.1.0.0/16 not used: the file's clusterCIDR 10.244.0.0/16,fd00:10:244::/56 wins, as kube-proxy ignores its flags when given --config"]
+        );
+        let (same, warnings) = read("clusterCIDR: 10.1.0.0/16\n", &["--cluster-cidr", "10.1.0.0/16"]);
+        assert_eq!(same.cluster_cidr, cidrs(&["10.1.0.0/16"]));
+        assert!(warnings.is_empty(), "the same value: {warnings:?}");
+
+        let (flags_stay, warnings) = read("", &["--cluster-cidr", "10.1.0.0/16", "--masquerade-all"]);
+        assert_eq!(flags_stay.cluster_cidr, cidrs(&["10.1.0.0/16"]), "the file sets none");
+        assert!(
+            flags_stay.masquerade_all,
+            "the file's false is its default, not a setting"
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+
+        // plan --format nft reads them the same way.
+        std::fs::write(&file, format!("{head}{dual}")).unwrap();
+        let mut cli = parse(&["plan", "--format", "nft", "--config", path]).unwrap();
+        cli.command.apply_kube_proxy_config().unwrap();
+        let Command::Plan(plan) = cli.command else {
+            panic!("not plan");
+        };
+        assert_eq!(plan.masquerade.cluster_cidr.len(), 2);
+        assert!(plan.masquerade.masquerade_all);
+
+        std::fs::write(&file, format!("{head}clusterCIDR: 10.244.0.0\n")).unwrap();
+        let err = parse(&["run", "--config", path])
+            .unwrap()
+            .command
+            .apply_kube_proxy_config()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            format!("--config {path}: failed validate: KubeProxyConfiguration.DetectLocalConfiguration.ClusterCIDRs[0]: Invalid value: \"10.244.0.0\": must be a valid CIDR block (e.g. 10.100.0.0/16 or fde4:8dba:82e1::/48)")
         );
     }
 

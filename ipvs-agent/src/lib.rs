@@ -3,6 +3,9 @@
 //! - [`netlink`]: the IPVS generic-netlink family as pure data (no I/O).
 //! - [`nftables`]: nf_tables over nfnetlink as pure data: svcnet's table
 //!   `inet svcnet` as one transaction per change (no I/O).
+//! - [`nftables_sync`]: `run`'s nftables side: the table kept after each
+//!   sync (on by default), and a kernel without nf_tables warned about
+//!   once while IPVS is programmed as before.
 //! - [`conntrack`]: conntrack over ctnetlink as pure data: the filtered
 //!   UDP dump and the per-entry delete of the UDP cleanup (no I/O).
 //! - [`dataplane`]: the boundary between the sync loop and the kernel.
@@ -45,6 +48,7 @@ mod memory;
 pub mod metrics;
 pub mod netlink;
 pub mod nftables;
+pub mod nftables_sync;
 pub mod node;
 pub mod state;
 pub mod sync;

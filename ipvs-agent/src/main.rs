@@ -7,26 +7,26 @@ use futures_util::{FutureExt, StreamExt};
 use ipvs_agent::agent::{load_plan_state, log_outcome, Agent, AgentSettings};
 use ipvs_agent::api_agent::{ApiAgent, ApiSettings};
 use ipvs_agent::cleanup::cleanup;
-use ipvs_agent::cli::{Cli, Command, Common, LogFormat, PlanArgs, PlanFormat, RunArgs};
+use ipvs_agent::cli::{Cli, Command, Common, LogFormat, MasqueradeArgs, PlanArgs, PlanFormat, RunArgs};
 use ipvs_agent::clock::Clock;
 use ipvs_agent::cluster::{Cluster, ClusterError};
 use ipvs_agent::dataplane::DataplaneError;
 use ipvs_agent::http::{self, Endpoints, Paths};
-use ipvs_agent::kernel::nft::{NftApplier, NftSyncOutcome};
+use ipvs_agent::kernel::nft::NftApplier;
 use ipvs_agent::kernel::{apply_sysctls, IpvsSocket, LinuxDataplane};
 use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::netlink::Timeouts;
+use ipvs_agent::nftables_sync::NftablesSync;
 use ipvs_agent::node::{host_addresses, NodeFlags};
 use ipvs_agent::state;
 use ipvs_agent::sync::{SyncReport, SyncSettings};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use svcnet_core::api::{endpoint_slice::EndpointSlice, service::Service};
+use std::time::Duration;
 use svcnet_core::dns::DnsConfig;
-use svcnet_core::proxy::nftables::{desired_ruleset, empty_table};
+use svcnet_core::proxy::nftables::empty_table;
 use svcnet_core::proxy::{plan_output, NodeInfo, PlanInputs, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -156,6 +156,16 @@ fn proxy_config(common: &Common, drain_timeout_seconds: u64) -> ProxyConfig {
     }
 }
 
+/// [`proxy_config`] with the settings of the nftables rules: what `run`
+/// keeps and `plan` prints.
+fn masquerading_proxy_config(common: &Common, masquerade: &MasqueradeArgs, drain_timeout_seconds: u64) -> ProxyConfig {
+    ProxyConfig {
+        masquerade_all: masquerade.masquerade_all,
+        cluster_cidrs: masquerade.cluster_cidr.clone(),
+        ..proxy_config(common, drain_timeout_seconds)
+    }
+}
+
 /// The node's name and addresses from the flags: `--node-ip`, else the
 /// host's addresses inside the `--nodeport-addresses` CIDRs (all of them
 /// for `all`), else none (the Node object's, or the host's, later).
@@ -212,14 +222,13 @@ fn print_plan(format: PlanFormat, inputs: &PlanInputs) {
     print!("{}", output.text);
 }
 
-/// The proxy settings `plan` computes with: the common flags and the
-/// nftables ones.
+/// The proxy settings `plan` computes with.
 fn plan_proxy_config(args: &PlanArgs) -> ProxyConfig {
-    ProxyConfig {
-        masquerade_all: args.masquerade_all,
-        cluster_cidrs: args.cluster_cidr.clone(),
-        ..proxy_config(&args.common, ProxyConfig::default().drain_timeout_seconds)
-    }
+    masquerading_proxy_config(
+        &args.common,
+        &args.masquerade,
+        ProxyConfig::default().drain_timeout_seconds,
+    )
 }
 
 /// `plan` in API mode: one list of each kind from the apiserver, the
@@ -256,9 +265,10 @@ async fn plan_from_api(args: &PlanArgs, source: &ApiSource) -> Result<ExitCode, 
 /// `run`: the agent, until SIGTERM or Ctrl-C (or after one sync with `--once`).
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
-    let mut nftables = nftables_sync(&args)?;
+    let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
+    let mut nftables = nftables_sync(&args, metrics.clone())?;
     if let Some(source) = common.api_source() {
-        return run_api(&args, &source, nftables).await;
+        return run_api(&args, &source, nftables, metrics).await;
     }
     let cluster = load_cluster(common, true)?;
     let plan_state = load_plan_state(&cluster);
@@ -278,11 +288,10 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let settings = AgentSettings {
         node,
         host_ips,
-        proxy: proxy_config(common, args.drain_timeout.as_secs()),
+        proxy: masquerading_proxy_config(common, &args.masquerade, args.drain_timeout.as_secs()),
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
         conntrack_cleanup: args.conntrack_cleanup,
     };
-    let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
     let dataplane = run_dataplane(&args).await?;
     let mut agent = Agent::start(cluster, plan_state, dataplane, settings, metrics.clone(), clock.now())?;
 
@@ -290,7 +299,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         // The state file was saved at start; a sync changes no allocation
         // (and the sync saved the plan state if it changed).
         let report = agent.sync_now(clock.now()).await;
-        let nftables_synced = sync_nftables_standalone(&mut nftables, &agent);
+        let nftables_synced = sync_nftables_standalone(&mut nftables, &agent)?;
         return Ok(if report.succeeded() && nftables_synced {
             ExitCode::SUCCESS
         } else {
@@ -303,7 +312,10 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     tokio::pin!(shutdown);
     loop {
         if agent.step(clock.now()).await.is_some() {
-            sync_nftables_standalone(&mut nftables, &agent);
+            if let Err(failure) = sync_nftables_standalone(&mut nftables, &agent) {
+                agent.save();
+                return Err(failure);
+            }
         }
         let now = clock.now();
         let wait = agent.next_wake(now).since(now);
@@ -317,71 +329,36 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `run --nftables`: the applier of table `inet svcnet` and the settings
-/// its rules depend on.
-struct NftablesSync {
-    applier: NftApplier,
-    config: ProxyConfig,
+/// `run`'s table `inet svcnet`, as `--nftables` asks (on by default),
+/// with the same proxy settings as the IPVS table.
+fn nftables_sync(args: &RunArgs, metrics: Arc<Metrics>) -> Result<NftablesSync, Failure> {
+    let config = masquerading_proxy_config(&args.common, &args.masquerade, args.drain_timeout.as_secs());
+    NftablesSync::start(args.nftables_mode(), config, metrics, NftApplier::open).map_err(|e| failure(e, KERNEL))
 }
 
-fn nftables_sync(args: &RunArgs) -> Result<Option<NftablesSync>, Failure> {
-    if !args.nftables {
-        return Ok(None);
-    }
-    let applier = NftApplier::open().map_err(|e| failure(format!("cannot program nftables: {e}"), KERNEL))?;
-    let config = ProxyConfig {
-        masquerade_all: args.masquerade_all,
-        cluster_cidrs: args.cluster_cidr.clone(),
-        ..ProxyConfig::default()
-    };
-    Ok(Some(NftablesSync { applier, config }))
-}
-
-/// After a sync, with `--nftables`: table `inet svcnet` made what the core
-/// computes from the same Services, slices and node as the IPVS table.
-/// False when it failed (logged; the next sync replaces the table whole).
-fn sync_nftables<'a>(
-    nftables: &mut Option<NftablesSync>,
-    services: impl IntoIterator<Item = &'a Service>,
-    slices: impl IntoIterator<Item = &'a EndpointSlice>,
-    node: &NodeInfo,
-) -> bool {
-    let Some(nftables) = nftables else { return true };
-    let started = Instant::now();
-    let table = desired_ruleset(services, slices, node, &nftables.config);
-    match nftables.applier.sync(&table) {
-        Ok(NftSyncOutcome::Unchanged) => true,
-        Ok(outcome) => {
-            let duration_ms = started.elapsed().as_millis() as u64;
-            tracing::info!(?outcome, duration_ms, "nftables table inet svcnet synced");
-            true
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "nftables table inet svcnet not synced; the next sync replaces it");
-            false
-        }
-    }
-}
-
-/// [`sync_nftables`] from the standalone control plane.
-fn sync_nftables_standalone(nftables: &mut Option<NftablesSync>, agent: &Agent<LinuxDataplane>) -> bool {
+/// [`NftablesSync::sync`] from the standalone control plane.
+fn sync_nftables_standalone(nftables: &mut NftablesSync, agent: &Agent<LinuxDataplane>) -> Result<bool, Failure> {
     let cp = agent.control_plane();
-    sync_nftables(nftables, cp.services(), cp.endpoint_slices(), agent.sync_loop().node())
+    nftables
+        .sync(cp.services(), cp.endpoint_slices(), agent.sync_loop().node())
+        .map_err(|e| failure(e, KERNEL))
 }
 
-/// [`sync_nftables`] from the API's watch cache, once its first lists are
-/// whole and after a sync that was not additions only: before that, the
-/// cache may lack a Service's slices.
+/// [`NftablesSync::sync`] from the API's watch cache, once its first
+/// lists are whole and after a sync that was not additions only: before
+/// that, the cache may lack a Service's slices.
 fn sync_nftables_api(
-    nftables: &mut Option<NftablesSync>,
+    nftables: &mut NftablesSync,
     agent: &ApiAgent<LinuxDataplane>,
     reports: &[SyncReport],
-) -> bool {
-    if nftables.is_none() || !agent.synced() || reports.iter().all(|r| r.additions_only) {
-        return true;
+) -> Result<bool, Failure> {
+    if !agent.synced() || reports.iter().all(|r| r.additions_only) {
+        return Ok(true);
     }
     let cache = agent.cache();
-    sync_nftables(nftables, cache.services(), cache.slices(), agent.sync_loop().node())
+    nftables
+        .sync(cache.services(), cache.slices(), agent.sync_loop().node())
+        .map_err(|e| failure(e, KERNEL))
 }
 
 /// `cleanup`: table `inet svcnet` deleted if there is one. True unless the
@@ -393,7 +370,7 @@ fn cleanup_nftables() -> bool {
             tracing::info!("nftables table inet svcnet deleted (if it was there)");
             true
         }
-        Err(e) if e.no_nf_tables() => {
+        Err(e) if e.missing_nf_tables().is_some() => {
             tracing::debug!(error = %e, "no nf_tables in this kernel: no table to delete");
             true
         }
@@ -406,7 +383,12 @@ fn cleanup_nftables() -> bool {
 
 /// `run` in API mode: the watch streams feed the agent until SIGTERM or
 /// Ctrl-C (or, with `--once`, until the first complete sync).
-async fn run_api(args: &RunArgs, source: &ApiSource, mut nftables: Option<NftablesSync>) -> Result<ExitCode, Failure> {
+async fn run_api(
+    args: &RunArgs,
+    source: &ApiSource,
+    mut nftables: NftablesSync,
+    metrics: Arc<Metrics>,
+) -> Result<ExitCode, Failure> {
     let common = &args.common;
     let client = kubeapi::connect(source).await.map_err(|e| failure(e, API))?;
     let plan_state_file = common.state_file.as_deref().map(state::plan_state_path);
@@ -431,12 +413,11 @@ async fn run_api(args: &RunArgs, source: &ApiSource, mut nftables: Option<Nftabl
             Vec::new()
         },
         node_ips: flags.ips,
-        proxy: proxy_config(common, args.drain_timeout.as_secs()),
+        proxy: masquerading_proxy_config(common, &args.masquerade, args.drain_timeout.as_secs()),
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
         plan_state_file,
         conntrack_cleanup: args.conntrack_cleanup,
     };
-    let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
     let dataplane = run_dataplane(args).await?;
     tracing::info!(node = %settings.node_name, "API mode: waiting for the first lists of Services, EndpointSlices and the Node");
     let mut updates = kubeapi::watch::watch(client, &settings.node_name);
@@ -448,7 +429,13 @@ async fn run_api(args: &RunArgs, source: &ApiSource, mut nftables: Option<Nftabl
     tokio::pin!(shutdown);
     loop {
         let reports = agent.step(clock.now()).await;
-        let nftables_synced = sync_nftables_api(&mut nftables, &agent, &reports);
+        let nftables_synced = match sync_nftables_api(&mut nftables, &agent, &reports) {
+            Ok(synced) => synced,
+            Err(failure) => {
+                agent.save_plan_state();
+                return Err(failure);
+            }
+        };
         if args.once {
             if let Some(full) = reports.iter().find(|r| r.full) {
                 return Ok(if full.succeeded() && nftables_synced {

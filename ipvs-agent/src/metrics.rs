@@ -58,6 +58,8 @@ pub struct Metrics {
     api_errors: AtomicU64,
     conntrack_deleted: AtomicU64,
     conntrack_errors: AtomicU64,
+    /// 1 while `run` keeps table `inet svcnet`, else 0.
+    nftables_available: AtomicU64,
     /// Unix milliseconds of the last sync with no failure (0: none yet).
     last_success_ms: AtomicU64,
     virtual_servers: AtomicU64,
@@ -146,6 +148,13 @@ impl Metrics {
     /// Records a failed conntrack dump or delete (the sync is not undone).
     pub fn record_conntrack_errors(&self, errors: u64) {
         self.conntrack_errors.fetch_add(errors, Ordering::Relaxed);
+    }
+
+    /// Records whether table `inet svcnet` is kept: false with
+    /// `--nftables=false` (the default value) and on a kernel without
+    /// nf_tables.
+    pub fn set_nftables_available(&self, available: bool) {
+        self.nftables_available.store(u64::from(available), Ordering::Relaxed);
     }
 
     /// Records the table size after a sync.
@@ -244,6 +253,12 @@ impl Metrics {
             "Failed conntrack dumps and deletes of the UDP cleanup (the sync stays; the cleanup is tried again after the next sync).",
             &plain(get(&self.conntrack_errors)),
         );
+        metric(
+            "svcnet_nftables_available",
+            "gauge",
+            "1 while the nftables table inet svcnet (masquerade, filter and source-range rules) is kept; 0 with --nftables=false, or when the kernel has no nf_tables (the agent logged what is missing) and only IPVS is programmed.",
+            &plain(get(&self.nftables_available)),
+        );
         let last = get(&self.last_success_ms) as f64 / 1000.0;
         metric(
             "ipvs_agent_last_successful_sync_timestamp_seconds",
@@ -293,6 +308,8 @@ mod tests {
         m.record_netlink_error();
         m.record_conntrack_deleted(3);
         m.record_conntrack_errors(1);
+        assert!(m.render().lines().any(|l| l == "svcnet_nftables_available 0"));
+        m.set_nftables_available(true);
         let text = m.render();
         for line in [
             "# TYPE ipvs_agent_sync_duration_seconds histogram",
@@ -306,6 +323,7 @@ mod tests {
             "ipvs_agent_netlink_errors_total 2",
             "svcnet_conntrack_entries_deleted_total 3",
             "svcnet_conntrack_cleanup_errors_total 1",
+            "svcnet_nftables_available 1",
             "ipvs_agent_last_successful_sync_timestamp_seconds 1700000000",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");

@@ -3,13 +3,16 @@
 //! KubeProxyConfiguration reads without a warning, and its RBAC only reads.
 //! The standalone one (`daemonset-standalone.yaml`): its arguments are
 //! accepted and the manifests its ConfigMap ships pass `ipvs-agent plan`.
-//! In both the agent runs hardened ([`assert_hardened`]): unprivileged with
-//! CAP_NET_ADMIN alone and a read-only root filesystem whose one writable
-//! mount holds the state file, after a sysctls init container. `make
-//! k8s-deploy-check` applies both to a real apiserver with `--dry-run=server`.
+//! In both the agent keeps table `inet svcnet` as by default (a node
+//! without nf_tables keeps its IPVS table) and runs hardened
+//! ([`assert_hardened`]): unprivileged with CAP_NET_ADMIN alone and a
+//! read-only root filesystem whose one writable mount holds the state
+//! file, after a sysctls init container. `make k8s-deploy-check` applies
+//! both to a real apiserver with `--dry-run=server`.
 
 use clap::Parser;
 use ipvs_agent::cli::{Cli, Command};
+use ipvs_agent::nftables_sync::NftablesMode;
 use serde_yaml_ng::Value;
 use std::path::Path;
 use std::process::Command as Process;
@@ -99,6 +102,11 @@ fn the_api_mode_daemonset_runs_unprivileged_with_kube_proxys_configuration() {
     };
     assert_eq!(run.common.node_name.as_deref(), Some("node-a"));
     assert!(run.common.manifests.is_empty() && run.skip_sysctls);
+    assert_eq!(
+        run.nftables_mode(),
+        NftablesMode::ByDefault,
+        "table inet svcnet kept, and a node without nf_tables keeps its IPVS table"
+    );
     assert_eq!(run.healthz_bind_address.to_string(), "0.0.0.0:10256");
     for probe in ["livenessProbe", "readinessProbe"] {
         let port = &container[probe]["httpGet"]["port"];
@@ -133,6 +141,7 @@ fn the_standalone_daemonset_arguments_are_accepted_by_run() {
     assert_eq!(run.common.node_name.as_deref(), Some("node-a"));
     assert!(!run.once, "a DaemonSet agent keeps running");
     assert!(run.skip_sysctls, "the init container sets them");
+    assert_eq!(run.nftables_mode(), NftablesMode::ByDefault);
     assert_hardened(&daemonset["spec"]["template"]["spec"], run.common.state_file.as_deref());
     let probe_port = &container["livenessProbe"]["httpGet"]["port"];
     assert_eq!(probe_port.as_u64(), Some(u64::from(run.healthz_bind_address.port())));

@@ -324,7 +324,7 @@ fn examples() -> Table {
         .resolve(cp, Vec::new)
         .unwrap();
     let config = ProxyConfig {
-        cluster_cidrs: args.cluster_cidr.clone(),
+        cluster_cidrs: args.masquerade.cluster_cidr.clone(),
         ..ProxyConfig::default()
     };
     let table = desired_ruleset(cp.services(), cp.endpoint_slices(), &node, &config);

@@ -20,7 +20,8 @@
 #   e  the agent restarted during an open connection: it lives on, no changes
 #   f  a virtual server deleted by hand comes back within the sync period
 #   h  a bad manifest: reported with file and field, the rules stay
-#   http  /healthz, /livez and /metrics (svcnet's and kube-proxy's names)
+#   http  /healthz, /livez and /metrics (svcnet's and kube-proxy's names);
+#         svcnet_nftables_available, and without nf_tables one warning
 #   g  a foreign virtual server is left alone, by run and by cleanup
 #   dual-stack  IPv6 and IPv4, TCP and UDP, ClusterIPs and NodePorts
 #              (tests/vm/manifests/dual-stack.yaml)
@@ -265,6 +266,20 @@ http() {
     grep -v '^#' <<<"$metrics" | grep . | sed -n '2,21p'
     vm_check http-metrics-prometheus-text grep -q '^# TYPE ' <<<"$metrics"
     vm_check http-metrics-kube-proxy-names grep -q '^kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} ' <<<"$metrics"
+    # Table inet svcnet is kept by default. This VM loads no netfilter
+    # module unless a test asks (vm_load_netfilter), so the agent likely
+    # finds no nf_tables here: then it must have said so once, with the
+    # gauge at 0, and programmed IPVS all the same (the checks above). If
+    # the kernel loaded nf_tables for it after all, the gauge must say 1.
+    local available warned
+    available="$(sed -n 's/^svcnet_nftables_available \([01]\)$/\1/p' <<<"$metrics")"
+    warned="$(vm_agent_log "$RUN_LOG" | grep -c 'nftables: this kernel has' || true)"
+    vm_info "svcnet_nftables_available ${available:-missing}; warnings about nf_tables in $RUN_LOG: $warned"
+    if [[ $available == 0 ]]; then
+        vm_check_eq http-no-nf-tables-warned-once 1 "$warned"
+    else
+        vm_check_eq http-nftables-available 1 "$available"
+    fi
     local livez
     livez="$(vm_http_get 127.0.0.1:10256 /livez)"
     vm_check_eq http-livez-200 200 "$(head -n 1 <<<"$livez" | awk '{ print $2 }')"

@@ -93,7 +93,9 @@ prints for those manifests: the same rules both ways. Both end with
 identical \`ipvsadm-save -n\` output (checked in the VM).
 
 Each programming starts from empty in a fresh network namespace (its own
-IPVS table). Medians of $ROUNDS rounds, wall clock, milliseconds.
+IPVS table). Medians of $ROUNDS rounds, wall clock, milliseconds. The agent
+runs with \`--nftables=false\`: IPVS alone, as \`ipvsadm -R\` and as in
+the figures measured before its nftables table was kept by default.
 
 | what | median | samples |
 | --- | ---: | --- |

@@ -83,7 +83,9 @@ def main():
         "over that of its count across the next periodic sync; each update PATCHes one EndpointSlice (plain HTTP "
         "through `kubectl proxy` on the host) and is timed from just before the request until `ipvsadm -Ln` "
         "shows the new real server (polled every 20 ms, so figures under about 50 ms are bounded by the probe); "
-        "CPU is user + system seconds of the process over its whole run, RSS its peak (VmHWM).",
+        "CPU is user + system seconds of the process over its whole run, RSS its peak (VmHWM). "
+        "ipvs-agent runs with `--nftables=false` (IPVS alone, as in the figures before its nftables table was "
+        "kept by default), while kube-proxy's sync also programs its iptables and ipset rules.",
         "",
     ]
     for n in sorted(by_n):

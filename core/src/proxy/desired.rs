@@ -59,14 +59,15 @@ pub struct ProxyConfig {
     /// protection for IPVS rules other software keeps there).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exclude_cidrs: Vec<ipnetwork::IpNetwork>,
-    /// `--masquerade-all`: masquerade all ClusterIP traffic (nftables
-    /// ruleset).
+    /// `--masquerade-all` (or a configuration file's
+    /// `iptables.masqueradeAll`): masquerade all ClusterIP traffic
+    /// (nftables ruleset).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub masquerade_all: bool,
-    /// `--cluster-cidr`: the pod CIDRs, at most one per family in
-    /// kube-proxy; ClusterIP traffic from outside them is masqueraded
-    /// (nftables ruleset). With none of a family, only traffic a node
-    /// process sends from a ClusterIP is.
+    /// `--cluster-cidr` (or a configuration file's `clusterCIDR`): the pod
+    /// CIDRs, at most one per family in kube-proxy; ClusterIP traffic from
+    /// outside them is masqueraded (nftables ruleset). With none of a
+    /// family, only traffic a node process sends from a ClusterIP is.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cluster_cidrs: Vec<ipnetwork::IpNetwork>,
 }

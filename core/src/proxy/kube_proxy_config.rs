@@ -8,11 +8,15 @@
 //! What svcnet takes from it ([`ProxySettings`]): the IPVS scheduler, sync
 //! periods, exclude CIDRs, strict ARP and timeouts; `hostnameOverride`;
 //! `clientConnection.kubeconfig`; the healthz and metrics addresses (and
-//! the bind address their defaults follow); `nodePortAddresses`. The rest
-//! is validated as kube-proxy validates it and reported as not used:
-//! `clusterCIDR`, `detectLocalMode` and `iptables.masqueradeAll` among
-//! them (svcnet applies no masquerade rules yet; `ipvs-agent plan --format
-//! nft` computes them from its own flags).
+//! the bind address their defaults follow); `nodePortAddresses`; and for
+//! the nftables ruleset (`proxy::nftables`) `clusterCIDR` and
+//! `iptables.masqueradeAll` (what kube-proxy's IPVS mode reads; its
+//! `nftables.masqueradeAll` is for nftables mode). `clusterCIDR` is used
+//! as kube-proxy uses it: with `detectLocalMode` `ClusterCIDR` or unset
+//! (which kube-proxy takes for `ClusterCIDR`). The rest is validated as
+//! kube-proxy validates it and reported as not used: the other
+//! `detectLocalMode`s among them (svcnet tells local traffic by the
+//! cluster CIDRs only).
 
 use super::go_duration;
 use crate::field::{BadValue, FieldError, FieldPath};
@@ -81,6 +85,11 @@ pub struct ProxySettings {
     pub ipvs_timeouts_nanos: [i128; 3],
     /// `nodePortAddresses`: CIDRs or `primary`, `localhost`, `all`.
     pub node_port_addresses: Vec<String>,
+    /// `clusterCIDR`, split at commas (one CIDR, or a dual-stack pair),
+    /// when `detectLocalMode` is `ClusterCIDR` or unset; else empty.
+    pub cluster_cidrs: Vec<IpNetwork>,
+    /// `iptables.masqueradeAll`.
+    pub masquerade_all: bool,
 }
 
 /// A configuration read: what svcnet uses, and what it says about the rest
@@ -180,6 +189,10 @@ const USED: &[&str] = &[
     "ipvs.tcpFinTimeout",
     "ipvs.udpTimeout",
     "nodePortAddresses",
+    "iptables.masqueradeAll",
+    // Unless detectLocalMode is one svcnet does not do (see `read`).
+    "clusterCIDR",
+    "detectLocalMode",
 ];
 
 /// The JSON kind of a field, as its Go type decodes it.
@@ -215,6 +228,13 @@ pub fn read(text: &str) -> Result<ReadConfig, KubeProxyConfigError> {
     let mut unused = Vec::new();
     walk(&root, "", &mut unknown, &mut unused)?;
     let config = Config::from(&root)?;
+    if !config.detects_local_by_cluster_cidr() {
+        unused.push("detectLocalMode".to_string());
+        if !config.cluster_cidrs.is_empty() {
+            unused.push("clusterCIDR".to_string());
+        }
+        crate::sort::sort(&mut unused);
+    }
     let mut errors = config.validate();
     if !errors.is_empty() {
         return Err(KubeProxyConfigError::Invalid(std::mem::take(&mut errors)));
@@ -392,6 +412,7 @@ struct Config {
     kubeconfig: String,
     scheduler: String,
     strict_arp: bool,
+    masquerade_all: bool,
 }
 
 const SECOND: i128 = 1_000_000_000;
@@ -452,7 +473,35 @@ impl Config {
             kubeconfig: str_at(root, "clientConnection.kubeconfig").unwrap_or_default(),
             scheduler: str_at(root, "ipvs.scheduler").unwrap_or_default(),
             strict_arp: at(root, "ipvs.strictARP").and_then(Value::as_bool).unwrap_or(false),
+            masquerade_all: at(root, "iptables.masqueradeAll")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         })
+    }
+
+    /// Whether local traffic is told by the cluster CIDRs: kube-proxy's
+    /// `ClusterCIDR` mode, which it takes when `detectLocalMode` is unset.
+    fn detects_local_by_cluster_cidr(&self) -> bool {
+        matches!(self.detect_local_mode.as_str(), "" | "ClusterCIDR")
+    }
+
+    /// `clusterCIDR` as CIDRs, for the nftables ruleset, when local traffic
+    /// is told by it. Checked as kube-proxy checks it in `ClusterCIDR` mode
+    /// (already done by [`Config::validate`] when the mode is set; here
+    /// when it is left to its default), so a bad value is an error naming
+    /// the field, never dropped.
+    fn cluster_cidrs(&self) -> Result<Vec<IpNetwork>, KubeProxyConfigError> {
+        if !self.detects_local_by_cluster_cidr() {
+            return Ok(Vec::new());
+        }
+        let path = FieldPath::new("KubeProxyConfiguration")
+            .child("DetectLocalConfiguration")
+            .child("ClusterCIDRs");
+        let errors = validate_cluster_cidrs(&self.cluster_cidrs, &path);
+        if !errors.is_empty() {
+            return Err(KubeProxyConfigError::Invalid(errors));
+        }
+        Ok(self.cluster_cidrs.iter().filter_map(|c| parse_cidr(c)).collect())
     }
 
     /// kube-proxy's checks, in its order (IPVS mode).
@@ -651,6 +700,8 @@ impl Config {
             strict_arp: self.strict_arp,
             ipvs_timeouts_nanos: self.ipvs_timeouts,
             node_port_addresses: self.node_port_addresses.clone(),
+            cluster_cidrs: self.cluster_cidrs()?,
+            masquerade_all: self.masquerade_all,
         })
     }
 }

@@ -15,7 +15,7 @@ use svcnet_core::proxy::nftables::Table;
 use thiserror::Error;
 
 use super::socket::{Acks, NetlinkSocket};
-use crate::nftables::error::EOPNOTSUPP;
+use crate::nftables::error::MissingNfTables;
 use crate::nftables::{
     decide, delete_table, outcome, parse_answers, requests, NftBatch, NftBuildError, NftMessage, NftRefusal,
     NftWireError, Transaction,
@@ -42,13 +42,15 @@ pub enum NftError {
 }
 
 impl NftError {
-    /// Whether the kernel has no nf_tables at all (the socket's protocol,
-    /// or the subsystem, is missing): then no table of svcnet's can exist.
-    pub fn no_nf_tables(&self) -> bool {
+    /// What the kernel lacks when this error says it has no nf_tables for
+    /// table `inet svcnet` (no netfilter netlink protocol, no nf_tables
+    /// subsystem, no inet family): then no table of svcnet's can exist.
+    /// `None` for every other error.
+    pub fn missing_nf_tables(&self) -> Option<MissingNfTables> {
         match self {
-            Self::Io(error) => error.raw_os_error() == Some(libc::EPROTONOSUPPORT),
-            Self::Refused(refusal) => refusal.errno == EOPNOTSUPP,
-            _ => false,
+            Self::Io(error) if error.raw_os_error() == Some(libc::EPROTONOSUPPORT) => Some(MissingNfTables::Nfnetlink),
+            Self::Refused(refusal) => refusal.missing_nf_tables(),
+            _ => None,
         }
     }
 }
@@ -77,7 +79,8 @@ impl NftSocket {
 
     /// Run `messages` as one transaction: all of them take effect, or none.
     pub fn transact(&mut self, messages: Vec<NftMessage>) -> Result<(), NftError> {
-        let mut batch = NftBatch::new(self.next_seq);
+        let begin = self.next_seq;
+        let mut batch = NftBatch::new(begin);
         for message in messages {
             batch.push(message)?;
         }
@@ -89,7 +92,7 @@ impl NftSocket {
         while self.socket.recv()? {
             answers.extend(parse_answers(self.socket.received())?);
         }
-        outcome(&sent, &answers).map_err(|refusal| refusal.map_or(NftError::NoAnswer, NftError::Refused))
+        outcome(begin, &sent, &answers).map_err(|refusal| refusal.map_or(NftError::NoAnswer, NftError::Refused))
     }
 }
 
@@ -151,5 +154,44 @@ impl NftApplier {
     pub fn delete(&mut self, table: &Table) -> Result<(), NftError> {
         self.applied = None;
         self.socket.transact(delete_table(table))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nftables::error::{ENOENT, EOPNOTSUPP};
+    use crate::nftables::Operation;
+
+    #[test]
+    fn what_a_kernel_without_nf_tables_answers_is_told_apart() {
+        let io = |errno| NftError::Io(io::Error::from_raw_os_error(errno));
+        let refused = |operation, errno| {
+            NftError::Refused(NftRefusal {
+                operation,
+                errno,
+                message: None,
+            })
+        };
+        assert_eq!(
+            io(libc::EPROTONOSUPPORT).missing_nf_tables(),
+            Some(MissingNfTables::Nfnetlink)
+        );
+        assert_eq!(
+            refused(Operation::Batch, EOPNOTSUPP).missing_nf_tables(),
+            Some(MissingNfTables::Subsystem)
+        );
+        assert_eq!(
+            refused(Operation::AddTable, EOPNOTSUPP).missing_nf_tables(),
+            Some(MissingNfTables::InetFamily)
+        );
+        for other in [
+            io(libc::EMFILE),
+            io(libc::EPERM),
+            refused(Operation::DeleteTable, ENOENT),
+            NftError::NoAnswer,
+        ] {
+            assert_eq!(other.missing_nf_tables(), None, "{other}");
+        }
     }
 }

@@ -21,6 +21,10 @@ use super::key::{concat_type, element_key, field_len, key_len, type_id};
 /// What a request does, for logs and errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Operation {
+    /// The transaction as a whole: the kernel answers its batch-begin
+    /// message only to refuse all of it (no `CAP_NET_ADMIN`; no nf_tables
+    /// subsystem).
+    Batch,
     /// Create the table (or leave an existing one as it is).
     AddTable,
     /// Delete the table and everything in it.
@@ -59,6 +63,7 @@ pub enum Operation {
 impl fmt::Display for Operation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::Batch => write!(f, "the transaction (its batch-begin message)"),
             Self::AddTable => write!(f, "add table inet svcnet"),
             Self::DeleteTable => write!(f, "delete table inet svcnet"),
             Self::AddChain(chain) => write!(f, "add chain {chain}"),

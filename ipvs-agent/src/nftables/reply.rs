@@ -1,12 +1,14 @@
 //! Reading the kernel's answers to a batch: [`parse_answers`] yields, per
 //! `NLMSG_ERROR`, the sequence number and the errno (0 for an ACK) with the
 //! kernel's extended-ACK message; [`outcome`] matches them to the
-//! requests sent. Malformed bytes give errors, never a panic.
+//! requests sent, and to the batch as a whole. Malformed bytes give
+//! errors, never a panic.
 
 use netlink_packet_core::{NetlinkBuffer, NLMSG_ALIGNTO, NLMSG_ERROR, NLM_F_ACK_TLVS, NLM_F_CAPPED};
 
 use super::batch::SentRequest;
 use super::error::{NftRefusal, NftWireError};
+use super::message::Operation;
 
 /// `NLMSGERR_ATTR_MSG`: the extended ACK's text.
 const NLMSGERR_ATTR_MSG: u16 = 1;
@@ -72,10 +74,22 @@ pub(crate) fn extended_ack(flags: u16, echoed: &[u8]) -> Option<String> {
         .map(|nla| String::from_utf8_lossy(nla.value()).trim_end_matches('\0').to_string())
 }
 
-/// What became of a batch: `Ok` when every request was acknowledged, else
-/// the first refusal in the order they were sent. `None` in the error when
-/// a request got no answer at all.
-pub fn outcome(requests: &[SentRequest], answers: &[Answer]) -> Result<(), Option<NftRefusal>> {
+/// What became of a batch whose begin message had sequence number
+/// `begin`: `Ok` when every request was acknowledged, else the first
+/// refusal in the order they were sent. The kernel answers the begin
+/// message only to refuse the whole batch before reading any request
+/// (`EPERM` without `CAP_NET_ADMIN`, `EOPNOTSUPP` without the nf_tables
+/// subsystem: Linux's `nfnetlink_rcv` and `nfnetlink_rcv_batch`); that is
+/// a refusal of [`Operation::Batch`]. `None` in the error when a request
+/// got no answer at all.
+pub fn outcome(begin: u32, requests: &[SentRequest], answers: &[Answer]) -> Result<(), Option<NftRefusal>> {
+    if let Some(answer) = answers.iter().find(|a| a.seq == begin && a.errno != 0) {
+        return Err(Some(NftRefusal {
+            operation: Operation::Batch,
+            errno: answer.errno,
+            message: answer.message.clone(),
+        }));
+    }
     let mut unanswered = false;
     for request in requests {
         match answers.iter().find(|a| a.seq == request.seq) {

@@ -127,6 +127,9 @@ for _ in $(seq 1200); do
     kill -0 "$KUBE_PROXY_PID" 2>/dev/null || break
     sleep 0.1
 done
+# --nftables explicitly (the table is kept by default anyway): the checks of
+# table inet svcnet below need it, and with the flag given a kernel without
+# nf_tables stops the agent with an error instead of a warning.
 ip netns exec svcnet env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
     --hostname-override node-a --state-file /run/svcnet-state.json \
     --nftables --cluster-cidr "$CLUSTER_CIDR" >/run/svcnet.log 2>&1 &

@@ -82,18 +82,77 @@ fn undecodable_files_are_refused_in_kube_proxys_words() {
 
 #[test]
 fn unknown_and_unused_fields_are_reported_not_fatal() {
-    let read = read(&format!(
+    let got = read(&format!(
         "{HEAD}mode: ipvs\nunknownField: 3\nipvs: {{scheduler: rr, typo: 1}}\niptables: {{masqueradeAll: true}}\nclusterCIDR: 10.244.0.0/16\n"
     ))
     .unwrap();
     assert_eq!(
-        read.warnings,
+        got.warnings,
+        ["strict decoding error: unknown field \"ipvs.typo\", unknown field \"unknownField\" (ignored, as kube-proxy ignores them)"]
+    );
+    let got = read(&format!(
+        "{HEAD}mode: ipvs\nnftables: {{masqueradeAll: true}}\nconntrack: {{udpTimeout: 30s}}\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        got.warnings,
         [
-            "strict decoding error: unknown field \"ipvs.typo\", unknown field \"unknownField\" (ignored, as kube-proxy ignores them)",
+            "conntrack.udpTimeout: accepted but not used by svcnet",
+            "nftables.masqueradeAll: accepted but not used by svcnet",
+        ],
+        "nftables.masqueradeAll is for kube-proxy's nftables mode"
+    );
+    assert!(!got.settings.masquerade_all);
+}
+
+#[test]
+fn cluster_cidrs_and_masquerade_all_feed_the_nftables_rules() {
+    let cidrs = |list: &[&str]| list.iter().map(|c| c.parse::<IpNetwork>().unwrap()).collect::<Vec<_>>();
+    // kube-proxy takes an unset detectLocalMode for ClusterCIDR.
+    for mode in ["", "detectLocalMode: ClusterCIDR\n"] {
+        let got = read(&format!(
+            "{HEAD}mode: ipvs\n{mode}clusterCIDR: 10.244.0.0/16,fd00:10:244::/56\niptables: {{masqueradeAll: true}}\n"
+        ))
+        .unwrap();
+        assert!(got.warnings.is_empty(), "{mode}: {:?}", got.warnings);
+        assert_eq!(
+            got.settings.cluster_cidrs,
+            cidrs(&["10.244.0.0/16", "fd00:10:244::/56"]),
+            "{mode}"
+        );
+        assert!(got.settings.masquerade_all, "{mode}");
+    }
+    let defaults = read(&format!("{HEAD}mode: ipvs\n")).unwrap().settings;
+    assert!(defaults.cluster_cidrs.is_empty() && !defaults.masquerade_all);
+
+    // Another way of telling local traffic: svcnet has none, and says so.
+    let got = read(&format!(
+        "{HEAD}mode: ipvs\ndetectLocalMode: NodeCIDR\nclusterCIDR: 10.244.0.0/16\n"
+    ))
+    .unwrap();
+    assert!(got.settings.cluster_cidrs.is_empty());
+    assert_eq!(
+        got.warnings,
+        [
             "clusterCIDR: accepted but not used by svcnet",
-            "iptables.masqueradeAll: accepted but not used by svcnet",
+            "detectLocalMode: accepted but not used by svcnet",
         ]
     );
+}
+
+#[test]
+fn a_bad_cluster_cidr_is_refused_naming_it_even_with_detect_local_mode_unset() {
+    // kube-proxy validates clusterCIDR only when detectLocalMode is set to
+    // ClusterCIDR (and skips a bad one when it is unset); svcnet feeds it to
+    // the masquerade rules either way, so it refuses a bad one either way.
+    let want = "failed validate: KubeProxyConfiguration.DetectLocalConfiguration.ClusterCIDRs[0]: Invalid value: \"10.244.0.0\": must be a valid CIDR block (e.g. 10.100.0.0/16 or fde4:8dba:82e1::/48)";
+    assert_eq!(error("mode: ipvs\nclusterCIDR: 10.244.0.0\n"), want);
+    assert_eq!(
+        error("mode: ipvs\ndetectLocalMode: ClusterCIDR\nclusterCIDR: 10.244.0.0\n"),
+        want
+    );
+    assert!(error("mode: ipvs\nclusterCIDR: 10.244.0.0/16,10.245.0.0/16\n")
+        .starts_with("failed validate: KubeProxyConfiguration.DetectLocalConfiguration.ClusterCIDRs: Invalid value: "));
 }
 
 #[test]

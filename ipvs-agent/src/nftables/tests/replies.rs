@@ -34,6 +34,9 @@ fn error(seq: u32, errno: i32, message: Option<&str>) -> Vec<u8> {
     out
 }
 
+/// The sequence number of the batch-begin message before [`requests`].
+const BEGIN: u32 = 6;
+
 fn requests() -> Vec<SentRequest> {
     vec![
         SentRequest {
@@ -67,7 +70,7 @@ fn acks_and_refusals_are_matched_by_sequence_number() {
             },
         ]
     );
-    let refusal = outcome(&requests(), &answers).unwrap_err().unwrap();
+    let refusal = outcome(BEGIN, &requests(), &answers).unwrap_err().unwrap();
     assert_eq!(refusal.operation, Operation::AddSet("cluster-ips-v4".into()));
     assert!(refusal
         .to_string()
@@ -79,11 +82,39 @@ fn acks_and_refusals_are_matched_by_sequence_number() {
 fn every_request_acknowledged_is_success_and_a_missing_answer_is_not() {
     let mut buf = error(7, 0, None);
     buf.extend(error(8, 0, None));
-    assert_eq!(outcome(&requests(), &parse_answers(&buf).unwrap()), Ok(()));
+    assert_eq!(outcome(BEGIN, &requests(), &parse_answers(&buf).unwrap()), Ok(()));
     assert_eq!(
-        outcome(&requests(), &parse_answers(&error(7, 0, None)).unwrap()),
+        outcome(BEGIN, &requests(), &parse_answers(&error(7, 0, None)).unwrap()),
         Err(None)
     );
+}
+
+/// How Linux refuses a whole batch: one answer, to the begin message,
+/// and none to the requests (as a 6.18 kernel answered a batch for a
+/// netfilter netlink subsystem it does not have, and one sent without
+/// CAP_NET_ADMIN).
+#[test]
+fn a_refused_batch_is_answered_on_its_begin_message() {
+    for (errno, text) in [
+        (
+            95,
+            "nftables: the transaction (its batch-begin message): not supported by this kernel (EOPNOTSUPP)",
+        ),
+        (
+            1,
+            "nftables: the transaction (its batch-begin message): permission denied (EPERM)",
+        ),
+    ] {
+        let answers = parse_answers(&error(BEGIN, errno, None)).unwrap();
+        let refusal = outcome(BEGIN, &requests(), &answers).unwrap_err().unwrap();
+        assert_eq!((refusal.operation.clone(), refusal.errno), (Operation::Batch, errno));
+        assert!(refusal.to_string().starts_with(text), "{refusal}");
+    }
+    // An ACK for the begin message would be no refusal (the kernel sends none).
+    let mut buf = error(BEGIN, 0, None);
+    buf.extend(error(7, 0, None));
+    buf.extend(error(8, 0, None));
+    assert_eq!(outcome(BEGIN, &requests(), &parse_answers(&buf).unwrap()), Ok(()));
 }
 
 #[test]
