@@ -14,7 +14,8 @@
 //!   - local traffic (`internalTrafficPolicy: Local` for ClusterIPs,
 //!     `externalTrafficPolicy: Local` for NodePorts, external and load
 //!     balancer IPs) uses this node's ready endpoints, else this node's
-//!     serving+terminating ones, else none.
+//!     serving+terminating ones, else none (and IPVS then the cluster's:
+//!     [`Categorized::for_ipvs`]).
 
 use super::error::ProxyWarning;
 use super::node::NodeInfo;
@@ -153,6 +154,20 @@ impl Categorized {
     /// The endpoints for a traffic policy: `local` when it is `Local`.
     pub fn for_policy(&self, local: bool) -> &[SocketAddr] {
         if local {
+            &self.local
+        } else {
+            &self.cluster
+        }
+    }
+
+    /// The real servers of an IPVS virtual server for a traffic policy:
+    /// as [`Categorized::for_policy`], except that a `Local` policy with no
+    /// endpoint on this node takes the cluster's, as kube-proxy's IPVS mode
+    /// does (kubernetes#97081): this node's pods still reach the Service,
+    /// and an outside client, not masqueraded under `Local`, gets its reply
+    /// from a pod on another node, which it drops.
+    pub fn for_ipvs(&self, local: bool) -> &[SocketAddr] {
+        if local && !self.local.is_empty() {
             &self.local
         } else {
             &self.cluster

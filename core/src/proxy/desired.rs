@@ -400,7 +400,7 @@ impl Builder<'_, '_> {
         local: bool,
     ) {
         let real_servers: SortedMap<SocketAddr, RealServer> =
-            crate::sort::map_from(chosen.for_policy(local).iter().map(|addr| (*addr, RealServer::masq(1))));
+            crate::sort::map_from(chosen.for_ipvs(local).iter().map(|addr| (*addr, RealServer::masq(1))));
         self.fragment.virtual_servers.insert(
             VirtualServerKey::new(protocol, address, port),
             VirtualServer {
