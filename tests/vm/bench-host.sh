@@ -77,6 +77,8 @@ when="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 } >"$out_json"
 
 samples() { echo "${1// /, }"; }
+# The nftables section make bench-vs-kube-proxy writes into agent.md stays.
+kept="$(sed -n '/^<!-- nftables: /,/^<!-- \/nftables -->$/p' "$out_md" 2>/dev/null || true)"
 cat >"$out_md" <<EOF
 # ipvs-agent benchmark: programming IPVS in a real kernel
 
@@ -133,6 +135,7 @@ above) slows the VM too.
 The console log is in target/vm/logs/bench.log (per-round figures on its
 \`INFO round\` lines).
 EOF
+[[ -z $kept ]] || printf '\n%s\n' "$kept" >>"$out_md"
 say "wrote ${out_md#"$repo"/} and ${out_json#"$repo"/}"
 say "agent ${AGENT} ms, ipvsadm -R ${RESTORE} ms: ${RATIO}x; one endpoint change ${CHANGE} ms"
 exit "$status"

@@ -15,6 +15,7 @@ bound.
 """
 
 import json
+import os
 import sys
 from datetime import date
 
@@ -61,6 +62,68 @@ def fmt(v, unit=""):
     return f"{v}{unit}"
 
 
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+
+
+def nftables_section(runs):
+    """The rules beside IPVS (issue 14): the agent's nf_tables transactions
+    from its log, beside its IPVS syncs, and kube-proxy's own ipsets and
+    iptables rules restored from empty in the same VM."""
+    lines = [
+        "## The rules beside IPVS: nftables and iptables (issue 14)",
+        "",
+        "ipvs-agent's `table inet svcnet` is one nf_tables transaction after the first full sync (from empty: "
+        "every set element), then one after each sync that changes it (an endpoint change on another node changes "
+        "no element, and sends nothing). Its share is the transaction's time over the transaction and the IPVS "
+        "syncs together (`duration_ms` of the agent's log lines). kube-proxy's rules are its ipsets and iptables "
+        "rules for the complete table, saved (`ipset save`, `iptables-save`, `ip6tables-save`) and restored from "
+        "empty into a fresh namespace of the same VM (`ipset restore`, then `iptables-restore` and "
+        "`ip6tables-restore`), timed: what kube-proxy's sync hands the kernel, measured without kube-proxy around it.",
+        "",
+        "| N | agent: table inet svcnet from empty | agent: its IPVS syncs until then | nftables share | "
+        "agent: per endpoint change, nftables / IPVS sync (medians) | kube-proxy: ipsets + iptables rules restored from empty |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        kp, sv = run["kubeProxy"] or {}, run["svcnet"] or {}
+        first, syncs = sv.get("nftFromEmptyMs"), sv.get("syncsFromEmptyMs")
+        share = f"{100 * first / (first + syncs):.0f} %" if first is not None and syncs else "n/a"
+        nft_upd, sync_upd = median(sv.get("nftAfterUpdatesMs") or []), median(sv.get("syncsAfterUpdatesMs") or [])
+        restore = kp.get("rulesRestoreSeconds")
+        lines.append(
+            f"| {run['services']:,} | {fmt(first, ' ms')} | {fmt(syncs, ' ms')} | {share} | "
+            f"{fmt(nft_upd, ' ms')} / {fmt(sync_upd, ' ms')} | "
+            f"{fmt(restore, ' s')} ({kp.get('ipsetEntries', 'n/a')} ipset entries, {kp.get('iptablesRules', 'n/a')} rules) |"
+        )
+        run["nftables"] = {"shareFromEmpty": first / (first + syncs) if first is not None and syncs else None,
+                           "nftPerUpdateMedianMs": nft_upd, "syncPerUpdateMedianMs": sync_upd,
+                           "kubeProxyRulesRestoreSeconds": restore}
+    lines.append("")
+    return lines
+
+
+AGENT_MD_BEGIN = "<!-- nftables: written by make bench-vs-kube-proxy (tests/vm/bench-kube-proxy-report.py) -->"
+AGENT_MD_END = "<!-- /nftables -->"
+
+
+def put_in_agent_md(path, section):
+    """The nftables section in benchmarks/agent.md too (its own marked
+    block, which tests/vm/bench-host.sh keeps when it rewrites the rest)."""
+    block = "\n".join([AGENT_MD_BEGIN, "", f"From `make bench-vs-kube-proxy` on {date.today().isoformat()} "
+                       "(API mode, beside the real kube-proxy; details in [kube-proxy.md](kube-proxy.md)).", ""]
+                      + section + [AGENT_MD_END]) + "\n"
+    text = open(path).read() if os.path.exists(path) else ""
+    if AGENT_MD_BEGIN in text and AGENT_MD_END in text:
+        head, rest = text.split(AGENT_MD_BEGIN, 1)
+        text = head + block + rest.split(AGENT_MD_END, 1)[1].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def main():
     results_path, prefix, cpus = sys.argv[1], sys.argv[2], sys.argv[3]
     rows = [json.loads(line) for line in open(results_path) if line.strip()]
@@ -84,8 +147,8 @@ def main():
         "through `kubectl proxy` on the host) and is timed from just before the request until `ipvsadm -Ln` "
         "shows the new real server (polled every 20 ms, so figures under about 50 ms are bounded by the probe); "
         "CPU is user + system seconds of the process over its whole run, RSS its peak (VmHWM). "
-        "ipvs-agent runs with `--nftables=false` (IPVS alone, as in the figures before its nftables table was "
-        "kept by default), while kube-proxy's sync also programs its iptables and ipset rules.",
+        "Each programs the rules beside IPVS too: kube-proxy its iptables rules and ipsets, ipvs-agent its "
+        "nftables table (`table inet svcnet`, the default).",
         "",
     ]
     for n in sorted(by_n):
@@ -122,6 +185,8 @@ def main():
             "",
         ]
         runs.append(run)
+    nft = nftables_section(runs)
+    lines += nft
     lines += ["## Goals (issue 13)", ""]
     for label, key, n_only, goal in GOALS:
         verdicts = []
@@ -143,6 +208,8 @@ def main():
     lines.append("")
     with open(prefix + ".md", "w") as f:
         f.write("\n".join(lines))
+    if prefix.endswith("benchmarks/kube-proxy"):
+        put_in_agent_md(os.path.join(os.path.dirname(prefix), "agent.md"), nft)
     with open(prefix + ".json", "w") as f:
         json.dump({"date": date.today().isoformat(), "hostCpus": int(cpus), "runs": runs}, f, indent=2)
         f.write("\n")

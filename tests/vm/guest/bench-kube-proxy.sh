@@ -12,7 +12,13 @@
 #   - network programming latency of UPDATES EndpointSlice updates made one
 #     at a time: from just before the PATCH is sent (plain HTTP through
 #     `kubectl proxy` on the host) until `ipvsadm` shows the new real server;
-#   - CPU seconds (user + system) and maximum RSS of the process.
+#   - CPU seconds (user + system) and maximum RSS of the process;
+#   - the rules beside IPVS: kube-proxy's ipsets and iptables rules for the
+#     complete table, saved and restored from empty into a fresh namespace
+#     (`ipset restore`, `iptables-restore`, `ip6tables-restore`), timed; the
+#     agent's table inet svcnet from its log: the nf_tables transaction
+#     after the first full sync (from empty) and those after the updates,
+#     beside the durations of its IPVS syncs.
 # Results go out as /run/bench.json (vm_export bench-N.json).
 #
 # Environment (run.sh's VM_APPEND): SVCNET_API_PORT, SVCNET_PROXY_PORT (the
@@ -73,6 +79,39 @@ cpu_rss() {
     ticks="$(awk '{ print $14 + $15 }' "/proc/$1/stat")"
     rss="$(awk '/^VmHWM:/ { print $2 }' "/proc/$1/status")"
     echo "$(awk -v t="$ticks" 'BEGIN { printf "%.2f", t / 100 }') $rss"
+}
+
+# kube_proxy_rules NS: kube-proxy's ipsets and iptables rules in NS, saved,
+# then restored into a fresh namespace, timed: "seconds ipset-entries
+# iptables-rules" (seconds empty when a restore failed).
+kube_proxy_rules() {
+    ip netns exec "$1" ipset save >/run/kp.ipset
+    ip netns exec "$1" iptables-save >/run/kp.iptables
+    ip netns exec "$1" ip6tables-save >/run/kp.ip6tables
+    ip netns add kp-restore
+    local t0 t1 took=""
+    t0="$(now)"
+    if ip netns exec kp-restore ipset restore </run/kp.ipset &&
+        ip netns exec kp-restore iptables-restore </run/kp.iptables &&
+        ip netns exec kp-restore ip6tables-restore </run/kp.ip6tables; then
+        t1="$(now)"
+        took="$(elapsed "$t0" "$t1")"
+    fi
+    ip netns exec kp-restore sh -c 'iptables -F; iptables -t nat -F; ip6tables -F; ip6tables -t nat -F; iptables -t nat -X; ip6tables -t nat -X; iptables -X; ip6tables -X; ipset destroy' 2>/dev/null
+    ip netns del kp-restore
+    echo "${took:-null} $(grep -c '^add ' /run/kp.ipset) $(cat /run/kp.iptables /run/kp.ip6tables | grep -c '^-A')"
+}
+
+# svcnet_nft_figures LOG: from the agent's log, "first-nft-ms syncs-ms
+# update-nft-ms-list update-sync-ms-list": the first nf_tables transaction
+# (after the first full sync, from empty), the IPVS syncs before it summed,
+# and the transactions and syncs after it (comma-separated).
+svcnet_nft_figures() {
+    sed -e 's/\x1b\[[0-9;]*m//g' "$1" | awk '
+        function ms(   m) { match($0, /duration_ms=[0-9]+/); return substr($0, RSTART + 12, RLENGTH - 12) + 0 }
+        /nftables table inet svcnet synced/ { if (first == "") first = ms(); else nft = nft (nft == "" ? "" : ",") ms(); next }
+        /sync complete/ { if (first == "") syncs += ms(); else upd = upd (upd == "" ? "" : ",") ms() }
+        END { print (first == "" ? "null" : first), syncs + 0, (nft == "" ? "-" : nft), (upd == "" ? "-" : upd) }'
 }
 
 # patch_slice SERVICE FIRST-IP: the slice's first endpoint becomes FIRST-IP
@@ -140,6 +179,13 @@ phase() {
         return 1
     fi
     vm_pass "$tool: complete table" "$t_full s; default/kubernetes at $t_k8s s"
+    local rules=""
+    if [[ $tool == kube-proxy ]]; then
+        local restore entries nrules
+        read -r restore entries nrules < <(kube_proxy_rules "$ns")
+        rules=",\"rulesRestoreSeconds\":$restore,\"ipsetEntries\":$entries,\"iptablesRules\":$nrules"
+        vm_info "kube-proxy: its $entries ipset entries and $nrules iptables rules restored from empty in ${restore} s"
+    fi
 
     # One periodic sync with nothing changed: the first readable totals,
     # then the next ones with a higher count.
@@ -194,15 +240,21 @@ phase() {
         i50 = int(NR * 0.50 + 0.999); i99 = int(NR * 0.99 + 0.999); print v[i50], v[i99] }')
     vm_pass "$tool: $UPDATES updates" "p50 $p50 s, p99 $p99 s"
 
+    if [[ $tool == svcnet ]]; then
+        local first syncs nft upd
+        read -r first syncs nft upd < <(svcnet_nft_figures "/run/$tool.log")
+        rules=",\"nftFromEmptyMs\":$first,\"syncsFromEmptyMs\":$syncs,\"nftAfterUpdatesMs\":[${nft//-/}],\"syncsAfterUpdatesMs\":[${upd//-/}]"
+        vm_info "svcnet: table inet svcnet from empty in $first ms (its IPVS syncs until then: $syncs ms)"
+    fi
     local cpu rss
     read -r cpu rss < <(cpu_rss "$pid")
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     ip netns exec "$ns" ipvsadm -C
     vm_export "$tool-$N.log" "/run/$tool.log"
-    printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"updateTimeoutSeconds":%d,"latenciesSeconds":[%s],"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s}\n' \
+    printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"updateTimeoutSeconds":%d,"latenciesSeconds":[%s],"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s%s}\n' \
         "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "$j" "$UPDATE_TIMEOUT" \
-        "$(paste -sd, "/run/$tool.latencies")" "${p50:-null}" "${p99:-null}" "$cpu" "$rss" >>/run/bench.json
+        "$(paste -sd, "/run/$tool.latencies")" "${p50:-null}" "${p99:-null}" "$cpu" "$rss" "$rules" >>/run/bench.json
     vm_info "$tool: cpu ${cpu} s, max RSS ${rss} KiB"
 }
 
@@ -212,14 +264,11 @@ vm_info "N=$N Services x 10 endpoints; kube-proxy $(kube-proxy --version 2>&1)"
 phase kube-proxy 245 10249 kube-proxy --proxy-mode=ipvs --kubeconfig /run/kubeconfig-node \
     --hostname-override node-a --cluster-cidr 10.244.0.0/16 --conntrack-max-per-core=0 \
     --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
-# svcnet programs IPVS alone (--nftables=false), as in every figure
-# published so far, so that they stay comparable. kube-proxy's figures
-# include its iptables and ipset rules (its sync programs them with the
-# IPVS table), so this compares svcnet's IPVS programming with kube-proxy's
-# whole sync; what table inet svcnet adds is for the nftables benchmark.
+# svcnet keeps its nftables table (the default), as kube-proxy's sync
+# programs its iptables and ipset rules with the IPVS table.
 [[ $TOOLS != *,svcnet,* ]] ||
 phase svcnet 246 10249 env NO_COLOR=1 ipvs-agent run --kubeconfig /run/kubeconfig-node \
     --hostname-override node-a --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256 \
-    --nftables=false
+    --nftables --cluster-cidr 10.244.0.0/16
 vm_export "bench-$N.json" /run/bench.json
 vm_finish
