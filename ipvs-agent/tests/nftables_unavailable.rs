@@ -6,28 +6,16 @@
 //! a real kernel answers is in `ipvs_agent::nftables::error` and
 //! `nftables::tests::replies`.
 
+mod common;
+
+use common::LogCapture;
 use ipvs_agent::kernel::nft::{NftError, NftSyncOutcome};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::nftables::{NftRefusal, Operation};
 use ipvs_agent::nftables_sync::{NftablesMode, NftablesSync, TableApplier};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use svcnet_core::proxy::nftables::Table;
 use svcnet_core::proxy::{NodeInfo, ProxyConfig};
-
-/// Collects what the text log format writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// A kernel whose netfilter netlink has no nf_tables subsystem: every
 /// transaction refused on its batch-begin message with EOPNOTSUPP.
@@ -46,14 +34,7 @@ impl TableApplier for NoSubsystem {
 
 #[test]
 fn a_kernel_without_nf_tables_is_warned_about_once() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_target(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let log = LogCapture::start();
     let node = NodeInfo {
         name: "node-a".into(),
         ips: vec!["192.168.0.10".parse().unwrap()],
@@ -78,7 +59,7 @@ fn a_kernel_without_nf_tables_is_warned_about_once() {
         assert!(no_subsystem.sync([], [], &node).unwrap());
     }
 
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = log.text();
     let warnings: Vec<&str> = text.lines().filter(|l| l.contains(" WARN ")).collect();
     assert_eq!(warnings.len(), 2, "one per agent:\n{text}");
     assert!(

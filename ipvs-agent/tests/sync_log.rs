@@ -3,11 +3,14 @@
 //! subscriber set by one test is not reliably seen while other tests log
 //! from the same callsites on other threads.
 
+mod common;
+
+use common::LogCapture;
 use ipvs_agent::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::sync::{SyncLoop, SyncSettings};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
 use svcnet_core::proxy::{
@@ -49,31 +52,9 @@ impl Dataplane for TableDataplane {
     }
 }
 
-/// Collects what the text log format writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn each_sync_logs_one_sync_complete_line_with_its_counts() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_target(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let log = LogCapture::start();
 
     let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
     let manifest = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n\
@@ -101,7 +82,7 @@ async fn each_sync_logs_one_sync_complete_line_with_its_counts() {
     let again = sync.sync(true, Time(1_000)).await;
     assert!(first.operations > 0 && again.operations == 0);
 
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = log.text();
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("sync complete")).collect();
     assert_eq!(lines.len(), 2, "{text}");
     for (line, report) in lines.iter().zip([first, again]) {

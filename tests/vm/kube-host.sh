@@ -1,8 +1,13 @@
 # shellcheck shell=bash
 # Host-side helpers shared by the scripts that run the real kube-proxy in
 # the VM beside the agent (tests/vm/kube-proxy-diff.sh, bench-kube-proxy.sh);
-# sourced after they set `here` (tests/vm) and `repo`, and a `say` function.
+# sourced after they set `here` (tests/vm) and `repo`, and `say` and `die`
+# functions.
 #
+#   kube_host_manifests ARG DEFAULT
+#                            -h/--help: the calling script's header, then exit;
+#                            else sets manifests to the folder ARG names (or
+#                            DEFAULT), absolute; `die`s when it is not one
 #   kube_host_build          setup.sh, Kubernetes (scripts/k8s.sh build) and
 #                            the agent (release, stripped to target/vm/ipvs-agent);
 #                            sets KUBE_BIN, the folder of the real binaries
@@ -12,6 +17,15 @@
 #                            __SERVER__ (filled in by vm_kube_prepare)
 #   KUBE_VM_EXTRAS           run.sh extras: kube-proxy, iptables-nft with its
 #                            extensions, ipset, nft
+
+kube_host_manifests() {
+    case $1 in
+        -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    esac
+    manifests="${1:-$2}"
+    [[ -d $manifests ]] || die "no manifest folder $manifests"
+    manifests="$(cd "$manifests" && pwd)"
+}
 
 kube_host_build() {
     "$here/setup.sh"

@@ -36,7 +36,6 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-manifests="${1:-$here/kube-proxy-cases}"
 name=traffic-diff
 
 say() { printf 'traffic-diff: %s\n' "$*"; }
@@ -47,14 +46,9 @@ die() {
     exit 1
 }
 
-case ${1:-} in
-    -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
-esac
-[[ -d $manifests ]] || die "no manifest folder $manifests"
-manifests="$(cd "$manifests" && pwd)"
-
 # shellcheck source=tests/vm/kube-host.sh
 . "$here/kube-host.sh"
+kube_host_manifests "${1:-}" "$here/kube-proxy-cases"
 started=$SECONDS
 kube_host_build
 say "building the traffic tool (ipvs-agent/examples/traffic.rs)"

@@ -406,6 +406,12 @@ claim() {
     local name="$1" out bad seen
     out="$(awk -F'\t' -v a4="$OUTSIDE_ALLOWED4" -v a6="$OUTSIDE_ALLOWED6" -v n4="$NODE_A4" -v n6="$NODE_A6" \
         -v client4="$CLIENT4" -v client6="$CLIENT6" '
+        # sources_in(CELL, X, Y, Z): every connected attempt of CELL saw X, Y or Z.
+        function sources_in(cell, x, y, z,   n, i, parts, w) {
+            n = split(cell, parts, ",")
+            for (i = 1; i <= n; i++) { split(parts[i], w, " "); if (w[1] == "ok" && w[3] != x && w[3] != y && w[3] != z) return 0 }
+            return 1
+        }
         NR == FNR { if ($1 == "row") { kind[$NF] = $8; etp[$NF] = $10; ranges[$NF] = $11; aff[$NF] = $6; hp[$NF] = $7 }
                     if ($1 == "backend") { ips[$2] = $4 " " $5 }
                     next }
@@ -424,7 +430,6 @@ claim() {
         vm_fail "$name" "$(grep -c . <<<"$bad") of $seen cells" || true
     fi
 }
-# Words of a cell: n = split(cell, parts, ","), then split(parts[i], w, " ").
 claim "svcnet: a pod reaching itself through its Service is masqueraded (hairpin)" \
     'col == "hairpin" && aff[label] == "0" && cell != "n/a"' '
         split(ips[hp[label]], own, " "); n = split(cell, parts, ",")
@@ -432,12 +437,10 @@ claim "svcnet: a pod reaching itself through its Service is masqueraded (hairpin
             if (w[1] == "ok" && w[2] == hp[label] && (w[3] == own[1] || w[3] == own[2])) print label ": " cell }'
 claim "svcnet: outside traffic to a policy-Cluster NodePort, externalIP or LB IP is masqueraded" \
     'col == "outside-allowed" && etp[label] == "Cluster" && kind[label] ~ /NodePort|ExternalIP|LoadBalancer/' '
-        n = split(cell, parts, ",")
-        for (i = 1; i <= n; i++) { split(parts[i], w, " "); if (w[1] == "ok" && w[3] != n4 && w[3] != n6 && w[3] != "kube-ipvs0-address") print label ": " cell }'
+        if (!sources_in(cell, n4, n6, "kube-ipvs0-address")) print label ": " cell'
 claim "svcnet: outside traffic to a policy-Local frontend keeps its source address" \
     'col == "outside-allowed" && etp[label] == "Local" && kind[label] ~ /NodePort|ExternalIP|LoadBalancer/' '
-        n = split(cell, parts, ",")
-        for (i = 1; i <= n; i++) { split(parts[i], w, " "); if (w[1] == "ok" && w[3] != a4 && w[3] != a6) print label ": " cell }'
+        if (!sources_in(cell, a4, a6, a4)) print label ": " cell'
 claim "svcnet: loadBalancerSourceRanges refuse the outside host outside them" \
     'col == "outside-refused" && ranges[label] == "1" && kind[label] == "LoadBalancer"' '
         if (cell ~ /(^|,)ok/) print label ": " cell'
@@ -449,8 +452,7 @@ claim "svcnet: a ClusterIP on a port no Service has refuses connections (the fil
         if (cell != "refused") print label ": " cell'
 claim "svcnet: ClusterIP traffic from a local pod keeps the pod's address" \
     'col == "local-pod" && kind[label] == "ClusterIP" && aff[label] == "0"' '
-        n = split(cell, parts, ",")
-        for (i = 1; i <= n; i++) { split(parts[i], w, " "); if (w[1] == "ok" && w[3] != client4 && w[3] != client6) print label ": " cell }'
+        if (!sources_in(cell, client4, client6, client4)) print label ": " cell'
 claim "svcnet: some traffic gets through (the world works)" \
     'col == "local-pod"' '
         if (cell ~ /(^|,)ok/) any = 1 } END { if (!any) print "no cell of the local-pod column connected"'
