@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Host-side helpers shared by the scripts that run the real kube-proxy in
-# the VM beside the agent (tests/vm/kube-proxy-diff.sh, bench-kube-proxy.sh);
+# the VM beside the agent (tests/vm/kube-proxy-diff.sh, traffic-diff.sh,
+# bench-kube-proxy.sh);
 # sourced after they set `here` (tests/vm) and `repo`, and `say` and `die`
 # functions.
 #
@@ -13,6 +14,11 @@
 #                            sets KUBE_BIN, the folder of the real binaries
 #   kube_host_up CIDRS LOG   a control plane with these service ranges; sets
 #                            KUBECONFIG_HOST and API_PORT
+#   kube_host_cluster WORK   a dual-stack control plane (10.96.0.0/12,
+#                            fd00:10:96::/108) with $manifests loaded
+#                            (cluster-fixture.py) and the VM's kubeconfig in
+#                            WORK/kubeconfig; stopped, and WORK removed, when
+#                            the script exits
 #   kube_host_kubeconfig OUT the VM's kubeconfig: certificates inline, server
 #                            __SERVER__ (filled in by vm_kube_prepare)
 #   KUBE_VM_EXTRAS           run.sh extras: kube-proxy, iptables-nft with its
@@ -50,6 +56,17 @@ kube_host_up() {
     KUBECONFIG_HOST="$(sed -n 's/^KUBECONFIG=//p' "$repo/target/k8s/env")"
     server="$(sed -n 's/^SVCNET_K8S_SERVER=//p' "$repo/target/k8s/env")"
     API_PORT="${server##*:}"
+}
+
+kube_host_cluster() {
+    # shellcheck disable=SC2064 # WORK is expanded now, on purpose
+    trap "\"$repo/scripts/k8s.sh\" down >/dev/null 2>&1 || true; rm -rf '$1'" EXIT
+    say "starting a dual-stack control plane (10.96.0.0/12, fd00:10:96::/108)"
+    kube_host_up 10.96.0.0/12,fd00:10:96::/108 "$1/up.log" || die "scripts/k8s.sh up failed"
+    say "loading $manifests"
+    python3 "$here/cluster-fixture.py" "$KUBE_BIN/kubectl" "$KUBECONFIG_HOST" "$manifests" ||
+        die "the manifests could not be loaded"
+    kube_host_kubeconfig "$1/kubeconfig"
 }
 
 kube_host_kubeconfig() {

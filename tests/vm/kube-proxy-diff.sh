@@ -52,18 +52,7 @@ started=$SECONDS
 kube_host_build
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/kube-proxy-diff.XXXXXX")"
-cleanup() {
-    "$repo/scripts/k8s.sh" down >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-say "starting a dual-stack control plane (10.96.0.0/12, fd00:10:96::/108)"
-kube_host_up 10.96.0.0/12,fd00:10:96::/108 "$work/up.log" || die "scripts/k8s.sh up failed"
-
-say "loading $manifests"
-python3 "$here/cluster-fixture.py" "$KUBE_BIN/kubectl" "$KUBECONFIG_HOST" "$manifests" || die "the manifests could not be loaded"
-kube_host_kubeconfig "$work/kubeconfig"
+kube_host_cluster "$work"
 
 say "comparing in the VM; tables are sorted before comparing (ipvsadm-save lists virtual servers in the kernel's hash order, which differs between namespaces)"
 status=0

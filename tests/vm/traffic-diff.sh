@@ -56,20 +56,9 @@ say "building the traffic tool (ipvs-agent/examples/traffic.rs)"
 strip -o "$repo/target/vm/traffic" "$repo/target/release/examples/traffic"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/traffic-diff.XXXXXX")"
-cleanup() {
-    "$repo/scripts/k8s.sh" down >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-say "starting a dual-stack control plane (10.96.0.0/12, fd00:10:96::/108)"
-kube_host_up 10.96.0.0/12,fd00:10:96::/108 "$work/up.log" || die "scripts/k8s.sh up failed"
-
-say "loading $manifests"
-python3 "$here/cluster-fixture.py" "$KUBE_BIN/kubectl" "$KUBECONFIG_HOST" "$manifests" || die "the manifests could not be loaded"
+kube_host_cluster "$work"
 python3 "$here/traffic-plan.py" "$KUBE_BIN/kubectl" "$KUBECONFIG_HOST" >"$work/traffic-plan.tsv" || die "the traffic plan could not be made"
 say "$(grep -c '^row' "$work/traffic-plan.tsv") rows, $(grep -c '^backend' "$work/traffic-plan.tsv") backends"
-kube_host_kubeconfig "$work/kubeconfig"
 
 status=0
 VM_NET=user VM_MEM="${VM_MEM:-2048}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-1800}" \
