@@ -9,7 +9,9 @@
 //! balancers and the kubelet probe it) answers `/healthz` and `/livez` and
 //! nothing else, so what it exposes to the network is one bit of health
 //! and a timestamp; the metrics server (`--metrics-bind-address`, local by
-//! default) answers `/metrics` as well.
+//! default) answers `/metrics` as well. And one per Service health check
+//! (`crate::service_health`), on its `healthCheckNodePort`, which answers
+//! every request with the Service's verdict, as kube-proxy's does.
 //!
 //! It is hardened against clients that misbehave: every connection is
 //! served in its own task, so idle or slow ones (slowloris) cannot hold
@@ -25,8 +27,9 @@ use crate::kube_proxy_metrics::wall_now;
 use crate::metrics::Metrics;
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use svcnet_core::proxy::service_health::ServiceHealthCheck;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -50,13 +53,16 @@ pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(100);
 pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Which paths a server answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Paths {
     /// `/healthz` and `/livez` only: the health port, which the network
     /// can reach.
     Health,
     /// `/metrics`, `/healthz` and `/livez`: the metrics port.
     Metrics,
+    /// Every request, with this Service's health check (kept up to date
+    /// by the agent's syncs) and the proxy's `/healthz` verdict.
+    Service(Arc<RwLock<ServiceHealthCheck>>),
 }
 
 /// What the server answers from.
@@ -160,9 +166,14 @@ async fn answer(mut stream: TcpStream, endpoints: &Endpoints) -> io::Result<()> 
         return Ok(());
     };
     let mut refused = true;
-    let (status, content_type, body) = match head? {
+    let Reply {
+        status,
+        content_type,
+        body,
+        headers,
+    } = match head? {
         Head::Closed => return Ok(()),
-        Head::TooLarge => (
+        Head::TooLarge => Reply::new(
             "431 Request Header Fields Too Large",
             TEXT,
             format!("request head larger than {MAX_HEAD} bytes\n"),
@@ -174,7 +185,7 @@ async fn answer(mut stream: TcpStream, endpoints: &Endpoints) -> io::Result<()> 
             let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
             let path = target.split('?').next().unwrap_or_default();
             if has_body(lines) {
-                ("413 Payload Too Large", TEXT, "no request body is accepted\n".into())
+                Reply::new("413 Payload Too Large", TEXT, "no request body is accepted\n".into())
             } else {
                 refused = false;
                 route(method, path, endpoints)
@@ -182,7 +193,7 @@ async fn answer(mut stream: TcpStream, endpoints: &Endpoints) -> io::Result<()> 
         }
     };
     let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(response.as_bytes()).await?;
@@ -216,8 +227,51 @@ fn has_body<'a>(headers: impl Iterator<Item = &'a str>) -> bool {
         })
 }
 
-fn route(method: &str, path: &str, endpoints: &Endpoints) -> (&'static str, &'static str, String) {
+/// One answer: status line, content type, more header lines (each ending
+/// in CRLF) and the body.
+struct Reply {
+    status: &'static str,
+    content_type: &'static str,
+    body: String,
+    headers: String,
+}
+
+impl Reply {
+    fn new(status: &'static str, content_type: &'static str, body: String) -> Reply {
+        Reply {
+            status,
+            content_type,
+            body,
+            headers: String::new(),
+        }
+    }
+}
+
+fn health_status(healthy: bool) -> &'static str {
+    if healthy {
+        "200 OK"
+    } else {
+        "503 Service Unavailable"
+    }
+}
+
+fn route(method: &str, path: &str, endpoints: &Endpoints) -> Reply {
     const TEXT: &str = "text/plain; charset=utf-8";
+    if let Paths::Service(check) = &endpoints.paths {
+        // kube-proxy's service health server answers whatever is asked.
+        let proxy_healthy = endpoints.metrics.kube_proxy.healthy(wall_now());
+        let answer = match check.read() {
+            Ok(check) => check.answer(proxy_healthy),
+            Err(poisoned) => poisoned.into_inner().answer(proxy_healthy),
+        };
+        return Reply {
+            headers: format!(
+                "X-Content-Type-Options: nosniff\r\nX-Load-Balancing-Endpoint-Weight: {}\r\n",
+                answer.weight
+            ),
+            ..Reply::new(health_status(answer.healthy), "application/json", answer.body)
+        };
+    }
     match (method, path) {
         ("GET", "/healthz" | "/livez") => {
             let health = &endpoints.metrics.kube_proxy;
@@ -226,20 +280,15 @@ fn route(method: &str, path: &str, endpoints: &Endpoints) -> (&'static str, &'st
             } else {
                 health.livez(wall_now())
             };
-            let status = if answer.healthy {
-                "200 OK"
-            } else {
-                "503 Service Unavailable"
-            };
-            (status, "application/json", answer.body)
+            Reply::new(health_status(answer.healthy), "application/json", answer.body)
         }
-        ("GET", "/metrics") if endpoints.paths == Paths::Metrics => (
+        ("GET", "/metrics") if matches!(endpoints.paths, Paths::Metrics) => Reply::new(
             "200 OK",
             "text/plain; version=0.0.4; charset=utf-8",
             endpoints.metrics.render(),
         ),
-        ("GET", _) => ("404 Not Found", TEXT, "404 page not found\n".into()),
-        _ => ("405 Method Not Allowed", TEXT, "only GET is supported\n".into()),
+        ("GET", _) => Reply::new("404 Not Found", TEXT, "404 page not found\n".into()),
+        _ => Reply::new("405 Method Not Allowed", TEXT, "only GET is supported\n".into()),
     }
 }
 

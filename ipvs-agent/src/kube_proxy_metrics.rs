@@ -235,13 +235,23 @@ impl KubeProxyMetrics {
 
     /// `/healthz`, counted by status code.
     pub fn healthz(&self, now: Time) -> HealthAnswer {
-        let eligible = self.node_eligible.load(Ordering::Relaxed);
-        let answer = match self.health.lock() {
-            Ok(h) => h.healthz(now, eligible),
-            Err(_) => ProxyHealth::new(Duration::ZERO).healthz(now, false),
-        };
+        let answer = self.healthz_answer(now);
         self.healthz[usize::from(!answer.healthy)].fetch_add(1, Ordering::Relaxed);
         answer
+    }
+
+    /// `/healthz`'s verdict, not counted: what the Service health checks
+    /// report as `serviceProxyHealthy`.
+    pub fn healthy(&self, now: Time) -> bool {
+        self.healthz_answer(now).healthy
+    }
+
+    fn healthz_answer(&self, now: Time) -> HealthAnswer {
+        let eligible = self.node_eligible.load(Ordering::Relaxed);
+        match self.health.lock() {
+            Ok(h) => h.healthz(now, eligible),
+            Err(_) => ProxyHealth::new(Duration::ZERO).healthz(now, false),
+        }
     }
 
     /// `/livez`, counted by status code.

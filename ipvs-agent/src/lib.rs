@@ -23,6 +23,8 @@
 //! - [`cleanup`]: `cleanup`: removing what the agent owns.
 //! - [`metrics`], [`kube_proxy_metrics`], [`http`]: `/metrics` (svcnet's
 //!   and kube-proxy's names), `/healthz` and `/livez`.
+//! - [`service_health`]: the per-Service health checks on each
+//!   `healthCheckNodePort`, opened and closed as syncs change them.
 //! - [`kubeapi`]: API mode: connecting to the apiserver, listing and
 //!   watching Services, EndpointSlices and the Node with kube-rs.
 //! - [`kernel`]: the Linux side: IPVS generic-netlink socket, `kube-ipvs0`
@@ -50,5 +52,6 @@ pub mod netlink;
 pub mod nftables;
 pub mod nftables_sync;
 pub mod node;
+pub mod service_health;
 pub mod state;
 pub mod sync;

@@ -19,6 +19,7 @@ use ipvs_agent::metrics::Metrics;
 use ipvs_agent::netlink::Timeouts;
 use ipvs_agent::nftables_sync::NftablesSync;
 use ipvs_agent::node::{host_addresses, NodeFlags};
+use ipvs_agent::service_health::ServiceHealthServers;
 use ipvs_agent::state;
 use ipvs_agent::sync::{SyncReport, SyncSettings};
 use std::io::IsTerminal;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use svcnet_core::dns::DnsConfig;
 use svcnet_core::proxy::nftables::empty_table;
+use svcnet_core::proxy::service_health::service_health_checks;
 use svcnet_core::proxy::{plan_output, NodeInfo, PlanInputs, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
@@ -307,7 +309,8 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         });
     }
 
-    serve_endpoints(&args, metrics).await;
+    serve_endpoints(&args, metrics.clone()).await;
+    let mut health_checks = ServiceHealthServers::new(metrics);
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
@@ -316,6 +319,12 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
                 agent.save();
                 return Err(failure);
             }
+            let cp = agent.control_plane();
+            let node = agent.sync_loop().node();
+            health_checks.sync(
+                service_health_checks(cp.services(), cp.endpoint_slices(), node),
+                &node.ips,
+            );
         }
         let now = clock.now();
         let wait = agent.next_wake(now).since(now);
@@ -423,8 +432,9 @@ async fn run_api(
     let mut updates = kubeapi::watch::watch(client, &settings.node_name);
     let mut agent = ApiAgent::new(settings, plan_state, dataplane, metrics.clone());
     if !args.once {
-        serve_endpoints(args, metrics).await;
+        serve_endpoints(args, metrics.clone()).await;
     }
+    let mut health_checks = ServiceHealthServers::new(metrics);
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
@@ -436,6 +446,10 @@ async fn run_api(
                 return Err(failure);
             }
         };
+        if !args.once && agent.synced() && !reports.is_empty() {
+            let (cache, node) = (agent.cache(), agent.sync_loop().node());
+            health_checks.sync(service_health_checks(cache.services(), cache.slices(), node), &node.ips);
+        }
         if args.once {
             if let Some(full) = reports.iter().find(|r| r.full) {
                 return Ok(if full.succeeded() && nftables_synced {

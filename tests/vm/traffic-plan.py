@@ -16,6 +16,9 @@ One tab-separated record per line, the kind first:
         the outside hosts behind node-a: ROLE "allowed" takes an address in
         the first loadBalancerSourceRanges of each family (a default when
         none), "refused" one outside every range.
+    healthcheck SERVICE PORT
+        a Service's healthCheckNodePort (LoadBalancer, externalTrafficPolicy
+        Local), which the proxy on node-a answers.
     row PROTOCOL ADDRESS PORT ATTEMPTS AFFINITY HAIRPIN KIND SERVICE ETP RANGES LABEL
         one frontend: KIND is ClusterIP, NodePort, ExternalIP, LoadBalancer
         or unused (a ClusterIP on a port no Service has); ATTEMPTS how many
@@ -187,6 +190,9 @@ def main():
                 label = f"{name}{pname} {kind} {shown}:{number}/{protocol.upper()}"
                 rows.append([protocol, address, str(number), str(attempts), affinity,
                              hairpin.get(family(address), "-"), kind, name, etp, ranges, label])
+    for svc in sorted(services, key=key):
+        if svc["spec"].get("healthCheckNodePort"):
+            print("\t".join(["healthcheck", key(svc), str(svc["spec"]["healthCheckNodePort"])]))
     # A ClusterIP on a port no Service has, TCP and UDP.
     first = next((r for r in rows if r[6] == "ClusterIP" and family(r[1]) == 4), None)
     if first:

@@ -52,6 +52,7 @@ pub mod plan_output;
 pub mod render;
 pub mod scenario;
 pub mod scheduler;
+pub mod service_health;
 pub mod sync_loop;
 pub mod table;
 pub mod watch_cache;

@@ -81,10 +81,20 @@ cpu_rss() {
     echo "$(awk -v t="$ticks" 'BEGIN { printf "%.2f", t / 100 }') $rss"
 }
 
-# kube_proxy_rules NS: kube-proxy's ipsets and iptables rules in NS, saved,
-# then restored into a fresh namespace, timed: "seconds ipset-entries
-# iptables-rules" (seconds empty when a restore failed).
+# kube_proxy_rules NS: kube-proxy's ipsets and iptables rules in NS, saved
+# once its KUBE-CLUSTER-IP set holds every ClusterIP and KUBE-SERVICES
+# matches it (kube-proxy writes them after the IPVS table; 120 s at most),
+# then restored into a fresh
+# namespace, timed: "seconds ipset-entries iptables-rules" (seconds null
+# when a restore failed).
 kube_proxy_rules() {
+    local deadline=$((SECONDS + 120)) entries
+    while ((SECONDS < deadline)); do
+        entries="$(ip netns exec "$1" ipset list -t KUBE-CLUSTER-IP 2>/dev/null | awk '/^Number of entries:/ { print $4 }')"
+        ((${entries:-0} >= N + 1)) &&
+            ip netns exec "$1" iptables -t nat -S KUBE-SERVICES 2>/dev/null | grep -q 'KUBE-CLUSTER-IP' && break
+        sleep 1
+    done
     ip netns exec "$1" ipset save >/run/kp.ipset
     ip netns exec "$1" iptables-save >/run/kp.iptables
     ip netns exec "$1" ip6tables-save >/run/kp.ip6tables

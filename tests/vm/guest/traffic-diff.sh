@@ -340,6 +340,19 @@ EOF
     for pid in $(ip netns pids roll-new); do kill "$pid" 2>/dev/null || true; done
 }
 
+# health_checks OUT: each healthCheckNodePort of the plan, asked from the
+# allowed outside host at node-a's address: "SERVICE<TAB>STATUS<TAB>BODY"
+# (the body's lines joined by spaces).
+health_checks() {
+    local kind service port answer
+    : >"$1"
+    while IFS=$'\t' read -r kind service port _; do
+        [[ $kind == healthcheck ]] || continue
+        answer="$(printf 'GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n' "$NODE_A4" | ip netns exec outside-allowed timeout 10 socat -t 5 - "TCP:$NODE_A4:$port,connect-timeout=3" 2>&1 | tr -d '\r')"
+        printf '%s\t%s\t%s\n' "$service" "$(head -n 1 <<<"$answer" | awk '{print $2}')" "$(sed '1,/^$/d' <<<"$answer" | tr -s '\n\t' '  ')" >>"$1"
+    done <"$PLAN"
+}
+
 # --- the two runs ------------------------------------------------------------------
 vm_info "kube-proxy $(kube-proxy --version 2>&1) and ipvs-agent $(ipvs-agent --version 2>&1 | awk '{print $2}'); $(grep -c '^row' "$PLAN") rows x ${#COLUMNS_[@]} clients, attempts wait ${TIMEOUT_MS} ms"
 declare -A LOST=() LOST_LATE=()
@@ -355,6 +368,7 @@ for mode in kube-proxy svcnet; do
     started=$SECONDS
     matrix "/run/matrix-$mode.tsv"
     vm_info "$mode: matrix in $((SECONDS - started)) s"
+    health_checks "/run/health-$mode.tsv"
     ip netns exec node-a sh -c 'iptables-save; ip6tables-save; ipset list; nft list table inet svcnet' >"/run/rules-$mode.txt" 2>&1
     rollout "$mode"
     LOST[$mode]=$ROLL_LOST
@@ -394,6 +408,22 @@ else
     grep -A12 -E '^Name: KUBE(-6)?-LOOP-BACK' /run/rules-kube-proxy.txt || true
     grep -E 'KUBE-(POSTROUTING|LOOP-BACK)' /run/rules-kube-proxy.txt || true
     grep -B2 -A8 'hairpin' /run/rules-svcnet.txt | head -n 40 || true
+fi
+
+# --- the healthCheckNodePorts ----------------------------------------------------
+while IFS=$'\t' read -r service status body; do
+    kp_line="$(awk -F'\t' -v s="$service" '$1 == s' /run/health-kube-proxy.tsv)"
+    sv_line="$(printf '%s\t%s\t%s' "$service" "$status" "$body")"
+    if [[ $kp_line == "$sv_line" ]]; then
+        vm_pass "$service healthCheckNodePort" "identical: $status $body"
+    else
+        echo "--- $service healthCheckNodePort: kube-proxy (<) and svcnet (>)"
+        diff <(echo "$kp_line") <(echo "$sv_line") | grep '^[<>]'
+        vm_fail "$service healthCheckNodePort" "the answers differ" || true
+    fi
+done </run/health-svcnet.tsv
+if [[ $(grep -c . /run/health-kube-proxy.tsv) != $(grep -c . /run/health-svcnet.tsv) ]]; then
+    vm_fail "healthCheckNodePorts" "kube-proxy answered $(grep -c . /run/health-kube-proxy.tsv), svcnet $(grep -c . /run/health-svcnet.tsv)" || true
 fi
 
 # --- claims the svcnet matrix must make ----------------------------------------------
