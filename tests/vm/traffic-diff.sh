@@ -25,8 +25,8 @@
 # one refused. Cells: connected (with the backend's name and the source it
 # saw), refused, reset or timed out (attempts wait 1.5 s).
 #
-# One check per row (the two matrices agree), claims the svcnet matrix must
-# make whatever the manifests, and the rollout's counts (svcnet loses no
+# One check per row (the two matrices agree), one per healthCheckNodePort
+# (the same answer), claims the svcnet matrix must make whatever the manifests, and the rollout's counts (svcnet loses no
 # datagram once the new pod has answered, and no more than kube-proxy). The
 # closing line is `traffic-diff: N passed, M failed`.
 #

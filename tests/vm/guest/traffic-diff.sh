@@ -37,6 +37,10 @@
 # external traffic masqueraded under policy Cluster and its source kept under
 # Local, source ranges enforced, a ClusterIP's unused port refused.
 #
+# Each healthCheckNodePort of the plan is asked from the allowed outside host
+# at node-a's address; kube-proxy's and svcnet's answers (status and body)
+# must be identical.
+#
 # Then the UDP rollout: a client in client-a sends to a UDP Service every
 # 20 ms from one socket (1,500 datagrams, 30 s); 3 s in, its one endpoint is
 # replaced (the new pod made ready, then the old deleted and gone); the
