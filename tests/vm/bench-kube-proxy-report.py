@@ -70,35 +70,53 @@ def median(values):
 def nftables_section(runs):
     """The rules beside IPVS (issue 14): the agent's nf_tables transactions
     from its log, beside its IPVS syncs, and kube-proxy's own ipsets and
-    iptables rules restored from empty in the same VM."""
+    iptables rules, when they were complete, restored from empty in the
+    same VM."""
     lines = [
         "## The rules beside IPVS: nftables and iptables (issue 14)",
         "",
         "ipvs-agent's `table inet svcnet` is one nf_tables transaction after the first full sync (from empty: "
         "every set element), then one after each sync that changes it (an endpoint change on another node changes "
         "no element, and sends nothing). Its share is the transaction's time over the transaction and the IPVS "
-        "syncs together (`duration_ms` of the agent's log lines). kube-proxy's rules are its ipsets and iptables "
-        "rules for the complete table, saved (`ipset save`, `iptables-save`, `ip6tables-save`) and restored from "
-        "empty into a fresh namespace of the same VM (`ipset restore`, then `iptables-restore` and "
-        "`ip6tables-restore`), timed: what kube-proxy's sync hands the kernel, measured without kube-proxy around it.",
+        "syncs before it (`duration_ms` of the agent's log lines); its time from start is taken from the log's "
+        "first line. kube-proxy writes its ipsets and iptables rules after its IPVS table, in the same sync; they "
+        "count as complete once `KUBE-CLUSTER-IP` holds every ClusterIP and `KUBE-SERVICES` matches it (polled "
+        "every second, for at most the guest's timeout after the IPVS table); then they are saved (`ipset save`, "
+        "`iptables-save`, `ip6tables-save`) and restored from empty into a fresh namespace of the same VM "
+        "(`ipset restore`, `iptables-restore`, `ip6tables-restore`), timed: what kube-proxy's sync hands the "
+        "kernel, without kube-proxy around it.",
         "",
         "| N | agent: table inet svcnet from empty | agent: its IPVS syncs until then | nftables share | "
-        "agent: per endpoint change, nftables / IPVS sync (medians) | kube-proxy: ipsets + iptables rules restored from empty |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "agent: per endpoint change, nftables / IPVS sync (medians) | start to the rules beside IPVS: agent / kube-proxy | "
+        "kube-proxy: its ipsets and iptables rules restored from empty |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
         kp, sv = run["kubeProxy"] or {}, run["svcnet"] or {}
         first, syncs = sv.get("nftFromEmptyMs"), sv.get("syncsFromEmptyMs")
         share = f"{100 * first / (first + syncs):.0f} %" if first is not None and syncs else "n/a"
         nft_upd, sync_upd = median(sv.get("nftAfterUpdatesMs") or []), median(sv.get("syncsAfterUpdatesMs") or [])
-        restore = kp.get("rulesRestoreSeconds")
+        restore, kp_complete = kp.get("rulesRestoreSeconds"), kp.get("rulesCompleteSeconds")
+        if kp_complete is None and kp:
+            # A save of rules kube-proxy had not finished is no figure.
+            restore = kp["rulesRestoreSeconds"] = None
+        if kp_complete is None:
+            restored = (f"not measured: incomplete after the timeout ({kp.get('ipsetEntries', 'n/a')} ipset entries, "
+                        f"{kp.get('iptablesRules', 'n/a')} rules then)")
+            kp_at = "not complete"
+        else:
+            restored = (f"{fmt(restore, ' s')} ({kp.get('ipsetEntries', 'n/a')} ipset entries, "
+                        f"{kp.get('iptablesRules', 'n/a')} rules)")
+            kp_at = fmt(kp_complete, " s")
         lines.append(
             f"| {run['services']:,} | {fmt(first, ' ms')} | {fmt(syncs, ' ms')} | {share} | "
-            f"{fmt(nft_upd, ' ms')} / {fmt(sync_upd, ' ms')} | "
-            f"{fmt(restore, ' s')} ({kp.get('ipsetEntries', 'n/a')} ipset entries, {kp.get('iptablesRules', 'n/a')} rules) |"
+            f"{fmt(nft_upd, ' ms')} / {fmt(sync_upd, ' ms')} | {fmt(sv.get('rulesCompleteSeconds'), ' s')} / {kp_at} | "
+            f"{restored} |"
         )
         run["nftables"] = {"shareFromEmpty": first / (first + syncs) if first is not None and syncs else None,
                            "nftPerUpdateMedianMs": nft_upd, "syncPerUpdateMedianMs": sync_upd,
+                           "svcnetRulesCompleteSeconds": sv.get("rulesCompleteSeconds"),
+                           "kubeProxyRulesCompleteSeconds": kp_complete,
                            "kubeProxyRulesRestoreSeconds": restore}
     lines.append("")
     return lines

@@ -37,6 +37,8 @@ UPDATES="${SVCNET_BENCH_UPDATES:-200}"
 TOOLS=",${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet},"
 NODE_IP4=192.168.56.10
 FULL_TIMEOUT="${SVCNET_BENCH_FULL_TIMEOUT:-3000}"
+# How long kube-proxy's ipsets and iptables rules may take after its IPVS table.
+RULES_TIMEOUT="${SVCNET_BENCH_RULES_TIMEOUT:-900}"
 # How long one update may take to reach the kernel before it counts as missed.
 UPDATE_TIMEOUT=60
 
@@ -81,47 +83,56 @@ cpu_rss() {
     echo "$(awk -v t="$ticks" 'BEGIN { printf "%.2f", t / 100 }') $rss"
 }
 
-# kube_proxy_rules NS: kube-proxy's ipsets and iptables rules in NS, saved
+# kube_proxy_rules NS START: kube-proxy's ipsets and iptables rules in NS,
 # once its KUBE-CLUSTER-IP set holds every ClusterIP and KUBE-SERVICES
-# matches it (kube-proxy writes them after the IPVS table; 120 s at most),
-# then restored into a fresh
-# namespace, timed: "seconds ipset-entries iptables-rules" (seconds null
-# when a restore failed).
+# matches it (kube-proxy writes them after the IPVS table, its ipset
+# entries one `ipset add` at a time; RULES_TIMEOUT s at most), saved, then
+# restored into a fresh namespace, timed: "complete-seconds restore-seconds
+# ipset-entries iptables-rules", the first two null when the rules were not
+# complete in time (or a restore failed).
 kube_proxy_rules() {
-    local deadline=$((SECONDS + 120)) entries
+    local deadline=$((SECONDS + RULES_TIMEOUT)) entries complete=null took=null t0 t1
     while ((SECONDS < deadline)); do
         entries="$(ip netns exec "$1" ipset list -t KUBE-CLUSTER-IP 2>/dev/null | awk '/^Number of entries:/ { print $4 }')"
-        ((${entries:-0} >= N + 1)) &&
-            ip netns exec "$1" iptables -t nat -S KUBE-SERVICES 2>/dev/null | grep -q 'KUBE-CLUSTER-IP' && break
+        if ((${entries:-0} >= N + 1)) &&
+            ip netns exec "$1" iptables -t nat -S KUBE-SERVICES 2>/dev/null | grep -q 'KUBE-CLUSTER-IP'; then
+            complete="$(elapsed "$2" "$(now)")"
+            break
+        fi
         sleep 1
     done
     ip netns exec "$1" ipset save >/run/kp.ipset
     ip netns exec "$1" iptables-save >/run/kp.iptables
     ip netns exec "$1" ip6tables-save >/run/kp.ip6tables
-    ip netns add kp-restore
-    local t0 t1 took=""
-    t0="$(now)"
-    if ip netns exec kp-restore ipset restore </run/kp.ipset &&
-        ip netns exec kp-restore iptables-restore </run/kp.iptables &&
-        ip netns exec kp-restore ip6tables-restore </run/kp.ip6tables; then
-        t1="$(now)"
-        took="$(elapsed "$t0" "$t1")"
+    if [[ $complete != null ]]; then
+        ip netns add kp-restore
+        t0="$(now)"
+        if ip netns exec kp-restore ipset restore </run/kp.ipset &&
+            ip netns exec kp-restore iptables-restore </run/kp.iptables &&
+            ip netns exec kp-restore ip6tables-restore </run/kp.ip6tables; then
+            t1="$(now)"
+            took="$(elapsed "$t0" "$t1")"
+        fi
+        ip netns exec kp-restore sh -c 'for t in iptables ip6tables; do $t -t nat -F; $t -t nat -X; $t -F; $t -X; done; ipset destroy' 2>/dev/null
+        ip netns del kp-restore
     fi
-    ip netns exec kp-restore sh -c 'iptables -F; iptables -t nat -F; ip6tables -F; ip6tables -t nat -F; iptables -t nat -X; ip6tables -t nat -X; iptables -X; ip6tables -X; ipset destroy' 2>/dev/null
-    ip netns del kp-restore
-    echo "${took:-null} $(grep -c '^add ' /run/kp.ipset) $(cat /run/kp.iptables /run/kp.ip6tables | grep -c '^-A')"
+    echo "$complete $took $(grep -c '^add ' /run/kp.ipset) $(cat /run/kp.iptables /run/kp.ip6tables | grep -c '^-A')"
 }
 
 # svcnet_nft_figures LOG: from the agent's log, "first-nft-ms syncs-ms
-# update-nft-ms-list update-sync-ms-list": the first nf_tables transaction
-# (after the first full sync, from empty), the IPVS syncs before it summed,
-# and the transactions and syncs after it (comma-separated).
+# update-nft-ms-list update-sync-ms-list first-nft-at": the first nf_tables
+# transaction (after the first full sync, from empty), the IPVS syncs
+# before it summed, the transactions and syncs after it (comma-separated,
+# "-" when none), and the seconds from the log's first line to the first
+# transaction's.
 svcnet_nft_figures() {
     sed -e 's/\x1b\[[0-9;]*m//g' "$1" | awk '
         function ms(   m) { match($0, /duration_ms=[0-9]+/); return substr($0, RSTART + 12, RLENGTH - 12) + 0 }
-        /nftables table inet svcnet synced/ { if (first == "") first = ms(); else nft = nft (nft == "" ? "" : ",") ms(); next }
+        function at(   t) { t = substr($1, 12, 15); return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
+        NR == 1 { start = at() }
+        /nftables table inet svcnet synced/ { if (first == "") { first = ms(); first_at = at() - start } else nft = nft (nft == "" ? "" : ",") ms(); next }
         /sync complete/ { if (first == "") syncs += ms(); else upd = upd (upd == "" ? "" : ",") ms() }
-        END { print (first == "" ? "null" : first), syncs + 0, (nft == "" ? "-" : nft), (upd == "" ? "-" : upd) }'
+        END { printf "%s %d %s %s %s\n", (first == "" ? "null" : first), syncs, (nft == "" ? "-" : nft), (upd == "" ? "-" : upd), (first == "" ? "null" : sprintf("%.2f", first_at)) }'
 }
 
 # patch_slice SERVICE FIRST-IP: the slice's first endpoint becomes FIRST-IP
@@ -191,10 +202,16 @@ phase() {
     vm_pass "$tool: complete table" "$t_full s; default/kubernetes at $t_k8s s"
     local rules=""
     if [[ $tool == kube-proxy ]]; then
-        local restore entries nrules
-        read -r restore entries nrules < <(kube_proxy_rules "$ns")
-        rules=",\"rulesRestoreSeconds\":$restore,\"ipsetEntries\":$entries,\"iptablesRules\":$nrules"
-        vm_info "kube-proxy: its $entries ipset entries and $nrules iptables rules restored from empty in ${restore} s"
+        local complete restore entries nrules
+        read -r complete restore entries nrules < <(kube_proxy_rules "$ns" "$start")
+        rules=",\"rulesCompleteSeconds\":$complete,\"rulesRestoreSeconds\":$restore,\"ipsetEntries\":$entries,\"iptablesRules\":$nrules"
+        cat /run/kp.ipset /run/kp.iptables /run/kp.ip6tables >/run/kp.rules
+        vm_export "kube-proxy-rules-$N.txt" /run/kp.rules
+        if [[ $complete == null ]]; then
+            vm_info "kube-proxy: its rules were not complete ${RULES_TIMEOUT} s after its IPVS table ($entries ipset entries, $nrules iptables rules): not restored"
+        else
+            vm_info "kube-proxy: its rules complete at $complete s; their $entries ipset entries and $nrules iptables rules restored from empty in ${restore} s"
+        fi
     fi
 
     # One periodic sync with nothing changed: the first readable totals,
@@ -251,10 +268,10 @@ phase() {
     vm_pass "$tool: $UPDATES updates" "p50 $p50 s, p99 $p99 s"
 
     if [[ $tool == svcnet ]]; then
-        local first syncs nft upd
-        read -r first syncs nft upd < <(svcnet_nft_figures "/run/$tool.log")
-        rules=",\"nftFromEmptyMs\":$first,\"syncsFromEmptyMs\":$syncs,\"nftAfterUpdatesMs\":[${nft//-/}],\"syncsAfterUpdatesMs\":[${upd//-/}]"
-        vm_info "svcnet: table inet svcnet from empty in $first ms (its IPVS syncs until then: $syncs ms)"
+        local first syncs nft upd first_at
+        read -r first syncs nft upd first_at < <(svcnet_nft_figures "/run/$tool.log")
+        rules=",\"nftFromEmptyMs\":$first,\"syncsFromEmptyMs\":$syncs,\"nftAfterUpdatesMs\":[${nft//-/}],\"syncsAfterUpdatesMs\":[${upd//-/}],\"rulesCompleteSeconds\":$first_at"
+        vm_info "svcnet: table inet svcnet from empty in $first ms, $first_at s after its first log line (its IPVS syncs until then: $syncs ms)"
     fi
     local cpu rss
     read -r cpu rss < <(cpu_rss "$pid")
