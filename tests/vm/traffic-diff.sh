@@ -23,7 +23,7 @@
 # no Service has. Columns: a pod on node-a, the endpoint pod itself
 # (hairpin), node-a's own processes, an outside host allowed by source ranges,
 # one refused. Cells: connected (with the backend's name and the source it
-# saw), refused, reset or timed out (attempts wait 1.5 s).
+# saw), refused, reset or timed out (attempts wait 2.5 s).
 #
 # One check per row (the two matrices agree), one per healthCheckNodePort
 # (the same answer), claims the svcnet matrix must make whatever the manifests, and the rollout's counts (svcnet loses no

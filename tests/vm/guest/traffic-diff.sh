@@ -48,13 +48,13 @@
 # from the new pod, and no more than kube-proxy in all.
 #
 # Environment (run.sh's VM_APPEND): SVCNET_API_PORT; SVCNET_TRAFFIC_TIMEOUT_MS
-# (default 1500), the time an attempt waits. Files: /data/kubeconfig,
+# (default 2500), the time an attempt waits. Files: /data/kubeconfig,
 # /data/traffic-plan.tsv; /usr/local/bin/{kube-proxy,kubectl,ipvs-agent,traffic}.
 . /vm/lib.sh
 set -u
 
 API_PORT="${SVCNET_API_PORT:?SVCNET_API_PORT is not set}"
-TIMEOUT_MS="${SVCNET_TRAFFIC_TIMEOUT_MS:-1500}"
+TIMEOUT_MS="${SVCNET_TRAFFIC_TIMEOUT_MS:-2500}"
 PLAN=/data/traffic-plan.tsv
 CLUSTER_CIDR=10.244.0.0/16,fd00:10:244::/56
 NODE_A4=192.168.56.10 NODE_A6=fd00:56::10
@@ -166,7 +166,7 @@ world_up() {
                 i=$((i + 1))
                 pod_ns "$node" "b$i" "$ip4" "$ip6"
                 BACKEND_NS[$name]="b$i"
-                BACKEND_IPS[$name]="$ip4 $ip6"
+                BACKEND_IPS[$name]="$ip4 $ip6 $node"
                 [[ $ports != - ]] && bg_in "b$i" "/run/b$i.log" traffic serve "$name" ${ports//,/ }
                 ;;
             outside)
@@ -176,6 +176,26 @@ world_up() {
                 ;;
         esac
     done <"$PLAN"
+}
+
+# warm_up: every pod and outside host pings its node once per family, so
+# that neighbour discovery, slow for a first packet in the emulated VM, is
+# done before the matrix times anything (an IPv6 hairpin attempt once timed
+# out on it).
+warm_up() {
+    local name ns ip4 ip6 node
+    for name in "${!BACKEND_NS[@]}"; do
+        ns="${BACKEND_NS[$name]}"
+        read -r ip4 ip6 node <<<"${BACKEND_IPS[$name]}"
+        if [[ $node == node-a ]]; then node="$NODE_A4 $NODE_A6"; else node="$NODE_B4 $NODE_B6"; fi
+        [[ $ip4 != - ]] && ip netns exec "$ns" ping -c 1 -W 2 "${node% *}" >/dev/null 2>&1
+        [[ $ip6 != - ]] && ip netns exec "$ns" ping6 -c 1 -W 2 "${node#* }" >/dev/null 2>&1
+    done
+    for ns in client-a outside-allowed outside-refused; do
+        ip netns exec "$ns" ping -c 1 -W 2 "$NODE_A4" >/dev/null 2>&1
+        ip netns exec "$ns" ping6 -c 1 -W 2 "$NODE_A6" >/dev/null 2>&1
+    done
+    return 0
 }
 
 world_down() {
@@ -363,6 +383,7 @@ declare -A LOST=() LOST_LATE=()
 for mode in kube-proxy svcnet; do
     vm_info "--- $mode"
     world_up
+    warm_up
     start_proxy "$mode"
     if ! settle; then
         vm_fail "$mode: programmed" "node-a's tables did not settle within 180 s" || true
