@@ -13,17 +13,27 @@
 # fuzz/artifacts/<target>/, and ends with `fuzz: N passed, M failed`; it
 # exits non-zero when any target crashed.
 #
-# Environment: FUZZ_SANITIZER (default none: the targets are safe Rust and
-# assertions, overflow checks included, are on; `address` for ASan),
-# FUZZ_TARGETS (a space-separated subset), FUZZ_JOBS (build jobs),
-# FUZZ_MAX_LEN (libFuzzer -max_len, default 8192), FUZZ_SEED (libFuzzer
-# -seed: a fixed seed replays the same mutations, as `make test` does; unset,
-# libFuzzer picks one).
+# Environment: FUZZ_BUILD (release, the default: optimised, one codegen
+# unit as cargo-fuzz sets it; dev: cargo's dev profile, unoptimised, which
+# builds from cold with about 40 % of the CPU time but runs the targets 5
+# to 45 times slower, see benchmarks/fuzz.md: what `make fuzz-smoke`, and
+# so `make test`, use; assertions, overflow checks included, are on in
+# both), FUZZ_SANITIZER (default none: the targets are safe Rust; `address`
+# for ASan), FUZZ_TARGETS (a space-separated subset), FUZZ_JOBS (build
+# jobs, CARGO_BUILD_JOBS), FUZZ_MAX_LEN (libFuzzer -max_len, default 8192),
+# FUZZ_SEED (libFuzzer -seed: a fixed seed replays the same mutations, as
+# `make test` does; unset, libFuzzer picks one).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SANITIZER="${FUZZ_SANITIZER:-none}"
+# The profile flags, the same for `build` and `run` (else run rebuilds).
+case "${FUZZ_BUILD:-release}" in
+  release) PROFILE=(-a) ;; # release optimisation, debug assertions on
+  dev) PROFILE=(--dev) ;;  # the dev profile: debug assertions on, unoptimised
+  *) echo "fuzz: FUZZ_BUILD is release or dev, not '$FUZZ_BUILD'" >&2; exit 2 ;;
+esac
 MAX_LEN="${FUZZ_MAX_LEN:-8192}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
@@ -56,10 +66,11 @@ targets() {
 }
 
 build() {
-  local jobs=()
-  [[ -n ${FUZZ_JOBS:-} ]] && jobs=(--jobs "$FUZZ_JOBS")
-  # -a: debug assertions (overflow checks) on; release optimisation.
-  (cd fuzz && "${FUZZ[@]}" build -a -s "$SANITIZER" "${jobs[@]}")
+  # cargo fuzz build has no --jobs; cargo reads the count from here.
+  [[ -n ${FUZZ_JOBS:-} ]] && export CARGO_BUILD_JOBS="$FUZZ_JOBS"
+  local start=$SECONDS
+  (cd fuzz && "${FUZZ[@]}" build "${PROFILE[@]}" -s "$SANITIZER")
+  echo "fuzz: build (${FUZZ_BUILD:-release}) took $((SECONDS - start)) s" >&2
 }
 
 run_all() {
@@ -74,7 +85,7 @@ run_all() {
     local status=0
     local seed=()
     [[ -n ${FUZZ_SEED:-} ]] && seed=(-seed="$FUZZ_SEED")
-    (cd fuzz && "${FUZZ[@]}" run -a -s "$SANITIZER" "$target" "$work" "corpus/$target" -- \
+    (cd fuzz && "${FUZZ[@]}" run "${PROFILE[@]}" -s "$SANITIZER" "$target" "$work" "corpus/$target" -- \
       -max_total_time="$seconds" -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 "${seed[@]}") >"$log" 2>&1 || status=$?
     # libFuzzer's last status line ("#N DONE cov: C ft: F ... exec/s: E")

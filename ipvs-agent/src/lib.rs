@@ -19,20 +19,24 @@
 //! - [`node`]: this node's name and addresses.
 //! - [`sync`]: the sync loop, generic over the dataplane.
 //! - [`agent`]: `run`'s main loop: manifests, leases, syncs, state.
-//! - [`api_agent`]: `run`'s main loop in API mode: watch updates, syncs.
+//! - [`api_agent`]: `run`'s main loop in API mode: watch updates, syncs
+//!   (feature `api`).
 //! - [`cleanup`]: `cleanup`: removing what the agent owns.
 //! - [`metrics`], [`kube_proxy_metrics`], [`http`]: `/metrics` (svcnet's
 //!   and kube-proxy's names), `/healthz` and `/livez`.
 //! - [`service_health`]: the per-Service health checks on each
 //!   `healthCheckNodePort`, opened and closed as syncs change them.
 //! - [`kubeapi`]: API mode: connecting to the apiserver, listing and
-//!   watching Services, EndpointSlices and the Node with kube-rs.
+//!   watching Services, EndpointSlices and the Node with kube-rs (feature
+//!   `api`, on by default), and the conversion of their objects into the
+//!   core's types (always).
 //! - [`kernel`]: the Linux side: IPVS generic-netlink socket, `kube-ipvs0`
 //!   over rtnetlink, sysctls, and [`kernel::LinuxDataplane`].
 
 #![warn(missing_docs)]
 
 pub mod agent;
+#[cfg(feature = "api")]
 pub mod api_agent;
 pub mod cleanup;
 pub mod cli;

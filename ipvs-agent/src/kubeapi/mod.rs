@@ -10,12 +10,17 @@
 //! - [`list`]: one complete list of each kind (`plan --kubeconfig`).
 //! - [`watch`]: the three watch streams, resuming from bookmarks, relisting
 //!   after `410 Gone`, reconnecting with backoff.
+//!
+//! Everything but [`convert`] and [`ApiSource`] needs the crate's feature
+//! `api` (kube-rs), on by default.
 
 pub mod convert;
+#[cfg(feature = "api")]
 pub mod list;
+#[cfg(feature = "api")]
 pub mod watch;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where the apiserver is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +40,7 @@ impl ApiSource {
 }
 
 /// Why the apiserver could not be reached or read.
+#[cfg(feature = "api")]
 #[derive(Debug, thiserror::Error)]
 pub enum ApiModeError {
     /// The kubeconfig file could not be read or used.
@@ -92,6 +98,7 @@ pub enum ApiModeError {
 }
 
 /// A client for the apiserver `source` names.
+#[cfg(feature = "api")]
 pub async fn connect(source: &ApiSource) -> Result<kube::Client, ApiModeError> {
     let master = match &source.master {
         Some(url) => Some(url.parse::<http::Uri>().map_err(|e| ApiModeError::Master {
@@ -114,7 +121,8 @@ pub async fn connect(source: &ApiSource) -> Result<kube::Client, ApiModeError> {
     })
 }
 
-async fn from_kubeconfig(path: &Path) -> Result<kube::Config, ApiModeError> {
+#[cfg(feature = "api")]
+async fn from_kubeconfig(path: &std::path::Path) -> Result<kube::Config, ApiModeError> {
     let bad = |message: String| ApiModeError::Kubeconfig {
         path: path.to_path_buf(),
         message,
@@ -140,6 +148,7 @@ async fn from_kubeconfig(path: &Path) -> Result<kube::Config, ApiModeError> {
 /// Whether the user's static token (if any) makes a valid `Authorization`
 /// header, checked as tower-http's `AddAuthorizationLayer::bearer` does,
 /// which kube-rs calls and which panics when it does not.
+#[cfg(feature = "api")]
 fn token_is_a_header_value(user: &kube::config::AuthInfo) -> bool {
     use secrecy::ExposeSecret;
     user.token
