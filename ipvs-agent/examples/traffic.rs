@@ -1,11 +1,13 @@
-//! The endpoints and clients of the traffic matrix (`tests/vm/traffic-diff.sh`):
-//! small, std-only, and exact about what happened to each attempt.
+//! The endpoints and clients of the VM's traffic tests (the traffic matrix
+//! of `tests/vm/traffic-diff.sh`, the faults of `tests/vm/faults.sh`, the
+//! soak): small, std-only, and exact about what happened to each attempt.
 //!
 //!     traffic serve NAME PORT...
 //!         answers on each PORT over TCP and UDP, both families ([::] with
-//!         IPv4 mapped): a TCP connection gets one line "NAME SOURCE" and is
-//!         closed; a UDP datagram gets "NAME SOURCE PAYLOAD" back. SOURCE is
-//!         the address the backend saw (IPv4 written as IPv4).
+//!         IPv4 mapped): a TCP connection gets one line "NAME SOURCE", then
+//!         each line it sends comes back, until it closes; a UDP datagram
+//!         gets "NAME SOURCE PAYLOAD" back. SOURCE is the address the
+//!         backend saw (IPv4 written as IPv4).
 //!     traffic probe tcp|udp ADDRESS PORT ATTEMPTS TIMEOUT_MS
 //!         ATTEMPTS attempts at once, each from its own socket, one line
 //!         each: "ok NAME SOURCE", "refused", "reset", "timeout" (no
@@ -16,31 +18,49 @@
 //!         client that keeps its socket), one every INTERVAL_MS; then one
 //!         line per datagram: "SEQ SENT_MS NAME", or "SEQ SENT_MS lost" when
 //!         no answer came within a second of the last send.
+//!     traffic hold STOP_FILE INTERVAL_MS TARGET...
+//!         one long TCP connection to each TARGET (ADDRESS:PORT, [IPv6]:PORT)
+//!         sending a line every INTERVAL_MS and reading it back (within 5 s),
+//!         until STOP_FILE exists; then one line per connection, "held
+//!         TARGET NAME PINGS" or "broken TARGET after PINGS: WHY", and
+//!         "hold: N held, M broken". Exits 1 if any connection broke.
+//!     traffic loop count=N|until=STOP_FILE INTERVAL_MS TIMEOUT_MS TARGET...
+//!         new TCP connections to the TARGETs in turn, one every
+//!         INTERVAL_MS, each reading the backend's line within TIMEOUT_MS:
+//!         N of them, or until STOP_FILE exists; a line per failure, "failed
+//!         MS TARGET WHY" (MS: the attempt's start, as `now`), then "loop: N
+//!         ok, M failed". Exits 1 if any failed.
 //!     traffic now
 //!         milliseconds since the Unix epoch (the clock `stream` writes).
 //!
 //! Exits 2 on a usage error.
 
 use std::collections::BTreeMap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "usage: traffic serve NAME PORT... | probe tcp|udp ADDRESS PORT ATTEMPTS TIMEOUT_MS | \
-                     stream ADDRESS PORT INTERVAL_MS COUNT | now";
+                     stream ADDRESS PORT INTERVAL_MS COUNT | hold STOP_FILE INTERVAL_MS TARGET... | \
+                     loop count=N|until=STOP_FILE INTERVAL_MS TIMEOUT_MS TARGET... | now";
+
+/// How long a held connection's echo may take before it counts as broken.
+const ECHO_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    let result = match words.as_slice() {
+    let result: Result<ExitCode, String> = match words.as_slice() {
         ["serve", name, ports @ ..] if !ports.is_empty() => ports
             .iter()
             .map(|p| port(p))
             .collect::<Result<Vec<_>, _>>()
-            .and_then(|ports| serve(name, &ports)),
+            .and_then(|ports| serve(name, &ports))
+            .map(|()| ExitCode::SUCCESS),
         ["probe", protocol, address, p, attempts, timeout] => (|| {
             let target = SocketAddr::new(ip(address)?, port(p)?);
             let attempts = number(attempts, "ATTEMPTS")?;
@@ -51,21 +71,40 @@ fn main() -> ExitCode {
                 other => return Err(format!("protocol {other:?}: expected tcp or udp")),
             };
             probe(tcp, target, attempts, timeout);
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         })(),
         ["stream", address, p, interval, count] => (|| {
             let target = SocketAddr::new(ip(address)?, port(p)?);
             let interval = Duration::from_millis(number(interval, "INTERVAL_MS")?);
             stream(target, interval, number(count, "COUNT")?)
-        })(),
+        })()
+        .map(|()| ExitCode::SUCCESS),
+        ["hold", stop, interval, targets @ ..] if !targets.is_empty() => (|| {
+            let interval = Duration::from_millis(number(interval, "INTERVAL_MS")?);
+            let targets = targets.iter().map(|t| target(t)).collect::<Result<Vec<_>, _>>()?;
+            Ok(hold(Path::new(stop), interval, &targets))
+        })()
+        .map(exit_code),
+        ["loop", until, interval, timeout, targets @ ..] if !targets.is_empty() => (|| {
+            let until = match until.split_once('=') {
+                Some(("count", n)) => Until::Count(number(n, "count")?),
+                Some(("until", path)) => Until::StopFile(Path::new(path).to_path_buf()),
+                _ => return Err(format!("{until:?}: expected count=N or until=STOP_FILE")),
+            };
+            let interval = Duration::from_millis(number(interval, "INTERVAL_MS")?);
+            let timeout = Duration::from_millis(number(timeout, "TIMEOUT_MS")?);
+            let targets = targets.iter().map(|t| target(t)).collect::<Result<Vec<_>, _>>()?;
+            Ok(connect_loop(&until, interval, timeout, &targets))
+        })()
+        .map(exit_code),
         ["now"] => {
             println!("{}", now_ms());
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         _ => Err(USAGE.to_string()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(message) => {
             eprintln!("traffic: {message}");
             ExitCode::from(2)
@@ -76,6 +115,19 @@ fn main() -> ExitCode {
 fn ip(text: &str) -> Result<IpAddr, String> {
     text.parse()
         .map_err(|_| format!("address {text:?} is not an IP address"))
+}
+
+fn exit_code(success: bool) -> ExitCode {
+    if success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn target(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|_| format!("target {text:?} is not ADDRESS:PORT ([ADDRESS]:PORT for IPv6)"))
 }
 
 fn port(text: &str) -> Result<u16, String> {
@@ -106,10 +158,9 @@ fn serve(name: &str, ports: &[u16]) -> Result<(), String> {
         let socket = UdpSocket::bind((any, p)).map_err(|e| format!("UDP port {p}: {e}"))?;
         let tcp_name = name.to_string();
         threads.push(thread::spawn(move || {
-            for mut connection in listener.incoming().flatten() {
-                if let Ok(peer) = connection.peer_addr() {
-                    let _ = writeln!(connection, "{tcp_name} {}", seen(peer));
-                }
+            for connection in listener.incoming().flatten() {
+                let name = tcp_name.clone();
+                thread::spawn(move || greet_and_echo(&name, connection));
             }
         }));
         let udp_name = name.to_string();
@@ -126,6 +177,22 @@ fn serve(name: &str, ports: &[u16]) -> Result<(), String> {
         let _ = thread.join();
     }
     Ok(())
+}
+
+/// A TCP connection's life at a backend: the greeting line, then every
+/// line the client sends back to it, until it closes.
+fn greet_and_echo(name: &str, mut connection: TcpStream) {
+    let Ok(peer) = connection.peer_addr() else { return };
+    if writeln!(connection, "{name} {}", seen(peer)).is_err() {
+        return;
+    }
+    let Ok(reader) = connection.try_clone() else { return };
+    for line in BufReader::new(reader).lines() {
+        let Ok(line) = line else { return };
+        if writeln!(connection, "{line}").is_err() {
+            return;
+        }
+    }
 }
 
 /// One attempt's outcome, as a word and the backend's "NAME SOURCE".
@@ -147,13 +214,13 @@ fn answer(reply: &str) -> String {
 }
 
 fn probe_tcp(target: SocketAddr, timeout: Duration) -> String {
-    let mut connection = match TcpStream::connect_timeout(&target, timeout) {
+    let connection = match TcpStream::connect_timeout(&target, timeout) {
         Ok(c) => c,
         Err(e) => return outcome(&e),
     };
     let _ = connection.set_read_timeout(Some(timeout));
     let mut reply = String::new();
-    match connection.read_to_string(&mut reply) {
+    match BufReader::new(connection).read_line(&mut reply) {
         Ok(_) if reply.trim().is_empty() => "no-answer".into(),
         Ok(_) => answer(&reply),
         Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => "no-answer".into(),
@@ -250,4 +317,139 @@ fn stream(target: SocketAddr, interval: Duration, count: u64) -> Result<(), Stri
         println!("{seq} {at} {}", answers.get(&seq).map_or("lost", String::as_str));
     }
     Ok(())
+}
+
+/// A held connection: its target and, once it broke, why.
+struct Held {
+    target: SocketAddr,
+    backend: String,
+    pings: u64,
+    broken: Option<String>,
+}
+
+/// One connection's life in `hold`: connect, read the greeting, then a
+/// line every `interval` read back, until `stop` exists or it breaks.
+fn hold_one(target: SocketAddr, stop: &Path, interval: Duration) -> Held {
+    let mut held = Held {
+        target,
+        backend: String::new(),
+        pings: 0,
+        broken: None,
+    };
+    let connection = match TcpStream::connect_timeout(&target, ECHO_TIMEOUT) {
+        Ok(c) => c,
+        Err(e) => {
+            held.broken = Some(format!("connect: {}", outcome(&e)));
+            return held;
+        }
+    };
+    let _ = connection.set_read_timeout(Some(ECHO_TIMEOUT));
+    let mut writer = match connection.try_clone() {
+        Ok(w) => w,
+        Err(e) => {
+            held.broken = Some(format!("socket: {e}"));
+            return held;
+        }
+    };
+    let mut reader = BufReader::new(connection);
+    let mut line = String::new();
+    let mut read_line = |line: &mut String| -> Result<(), String> {
+        line.clear();
+        match reader.read_line(line) {
+            Ok(0) => Err("closed by the other end".into()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(outcome(&e)),
+        }
+    };
+    if let Err(why) = read_line(&mut line) {
+        held.broken = Some(format!("greeting: {why}"));
+        return held;
+    }
+    held.backend = line.split_whitespace().next().unwrap_or("?").to_string();
+    while !stop.exists() {
+        let ping = format!("ping {}", held.pings);
+        if let Err(e) = writeln!(writer, "{ping}") {
+            held.broken = Some(format!("send: {}", outcome(&e)));
+            return held;
+        }
+        if let Err(why) = read_line(&mut line) {
+            held.broken = Some(why);
+            return held;
+        }
+        if line.trim() != ping {
+            held.broken = Some(format!("echo {:?} for {ping:?}", line.trim()));
+            return held;
+        }
+        held.pings += 1;
+        thread::sleep(interval);
+    }
+    held
+}
+
+/// `hold`: every target's connection at once; true when none broke.
+fn hold(stop: &Path, interval: Duration, targets: &[SocketAddr]) -> bool {
+    let handles: Vec<_> = targets
+        .iter()
+        .map(|&target| {
+            let stop = stop.to_path_buf();
+            thread::spawn(move || hold_one(target, &stop, interval))
+        })
+        .collect();
+    let (mut held, mut broken) = (0, 0);
+    for (handle, &target) in handles.into_iter().zip(targets) {
+        let one = handle.join().unwrap_or(Held {
+            target,
+            backend: String::new(),
+            pings: 0,
+            broken: Some("the connection's thread panicked".into()),
+        });
+        match one.broken {
+            None => {
+                held += 1;
+                println!("held {} {} {}", one.target, one.backend, one.pings);
+            }
+            Some(why) => {
+                broken += 1;
+                println!("broken {} after {}: {why}", one.target, one.pings);
+            }
+        }
+    }
+    println!("hold: {held} held, {broken} broken");
+    broken == 0
+}
+
+/// When `loop` stops.
+enum Until {
+    Count(u64),
+    StopFile(std::path::PathBuf),
+}
+
+/// `loop`: new connections in turn; true when none failed.
+fn connect_loop(until: &Until, interval: Duration, timeout: Duration, targets: &[SocketAddr]) -> bool {
+    let (mut ok, mut failed) = (0u64, 0u64);
+    let start = Instant::now();
+    for attempt in 0u64.. {
+        let done = match until {
+            Until::Count(n) => attempt >= *n,
+            Until::StopFile(path) => path.exists(),
+        };
+        if done {
+            break;
+        }
+        let due = start + interval * u32::try_from(attempt).unwrap_or(u32::MAX);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            thread::sleep(wait);
+        }
+        let target = targets[usize::try_from(attempt).unwrap_or(0) % targets.len()];
+        let at = now_ms();
+        let result = probe_tcp(target, timeout);
+        if result.starts_with("ok ") {
+            ok += 1;
+        } else {
+            failed += 1;
+            println!("failed {at} {target} {result}");
+        }
+    }
+    println!("loop: {ok} ok, {failed} failed");
+    failed == 0
 }
