@@ -6,7 +6,9 @@
 //! change that may have moved allocations (a Service or ServiceCIDR), and
 //! save the plan state (drain start times, claimed virtual servers) beside
 //! it after each sync that changed it, so a restarted agent starts from
-//! the plan state the last one saved ([`load_plan_state`]). A bad manifest
+//! the plan state the last one saved ([`load_plan_state`]). A write that
+//! fails (disk full) is counted and tried again at every poll until it
+//! succeeds, while the agent keeps serving from memory. A bad manifest
 //! is logged (file, document, field) and the last good state stays
 //! programmed and saved. Time is passed in, so tests drive it; `main.rs`
 //! drives it with the real clock.
@@ -16,9 +18,9 @@ use crate::dataplane::Dataplane;
 use crate::metrics::Metrics;
 use crate::node::NodeFlags;
 use crate::state;
+use crate::state::writer::PlanStateWriter;
 use crate::sync::{SyncLoop, SyncReport, SyncSettings};
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use svcnet_core::controlplane::{ApplyAction, ControlPlane, ObjectKey};
@@ -56,11 +58,11 @@ pub struct Agent<D> {
     next_full_read: Time,
     /// The last manifest error logged, so a lasting one is logged once.
     last_error: Option<String>,
-    /// Where the plan state is saved ([`state::plan_state_path`] of the
-    /// state file); `None` without a state file.
-    plan_state_file: Option<PathBuf>,
-    /// The plan state changed since it was last saved (or its save failed).
-    plan_state_unsaved: bool,
+    /// The plan state's pending writes, beside the state file
+    /// ([`state::plan_state_path`]).
+    plan_state_writer: PlanStateWriter,
+    /// The last write of the state file failed: written again at each poll.
+    state_unsaved: bool,
 }
 
 /// The plan state an earlier run saved beside `cluster`'s state file
@@ -111,16 +113,13 @@ impl<D: Dataplane> Agent<D> {
         if let Some(refreshed) = cluster.refresh()? {
             log_outcome(&refreshed);
         }
-        if let Err(e) = cluster.save() {
-            tracing::error!(error = %e, "cannot save the state");
-        }
         let node = resolve_node(&settings, cluster.control_plane(), None);
         let mut sync = SyncLoop::new(dataplane, settings.proxy.clone(), node, settings.sync, metrics.clone());
         sync.restore_plan_state(plan_state);
         sync.set_conntrack_cleanup(settings.conntrack_cleanup);
         let next_poll = now.plus(poll_period(&settings.sync));
         let next_full_read = now.plus(settings.sync.sync_period);
-        let plan_state_file = cluster.state_file().map(state::plan_state_path);
+        let plan_state_writer = PlanStateWriter::new(cluster.state_file().map(state::plan_state_path));
         let mut agent = Agent {
             cluster,
             sync,
@@ -129,9 +128,10 @@ impl<D: Dataplane> Agent<D> {
             next_poll,
             next_full_read,
             last_error: None,
-            plan_state_file,
-            plan_state_unsaved: false,
+            plan_state_writer,
+            state_unsaved: false,
         };
+        agent.save();
         agent.rebuild();
         Ok(agent)
     }
@@ -167,6 +167,11 @@ impl<D: Dataplane> Agent<D> {
             if read_all {
                 self.next_full_read = now.plus(self.settings.sync.sync_period);
             }
+            if self.state_unsaved {
+                self.save();
+            } else {
+                self.save_plan_state();
+            }
             self.poll_manifests(read_all);
         }
         if self.cluster.heartbeat(now) {
@@ -183,10 +188,22 @@ impl<D: Dataplane> Agent<D> {
     }
 
     /// Saves the state file, and the plan state if a change of it is not
-    /// saved yet (logged on failure).
+    /// saved yet. A failure is counted, logged once (not at every retry)
+    /// and tried again at the next poll.
     pub fn save(&mut self) {
-        if let Err(e) = self.cluster.save() {
-            tracing::error!(error = %e, "cannot save the state");
+        match self.cluster.save() {
+            Ok(()) if self.state_unsaved => {
+                tracing::info!("state file written again");
+                self.state_unsaved = false;
+            }
+            Ok(()) => {}
+            Err(e) => {
+                self.metrics.record_state_write_error();
+                if !self.state_unsaved {
+                    tracing::error!(error = %e, "cannot save the state; serving from memory and trying again");
+                }
+                self.state_unsaved = true;
+            }
         }
         self.save_plan_state();
     }
@@ -194,20 +211,16 @@ impl<D: Dataplane> Agent<D> {
     /// After a sync: the plan state is saved if it changed (or an earlier
     /// save of it failed), and only then.
     fn synced(&mut self, report: &SyncReport) {
-        self.plan_state_unsaved |= report.plan_state_changed;
+        self.plan_state_writer.changed(report.plan_state_changed);
         self.save_plan_state();
     }
 
     /// Writes the plan state beside the state file if it has changes not
-    /// saved yet (logged on failure; tried again after the next sync).
+    /// saved yet (see [`PlanStateWriter`]).
     fn save_plan_state(&mut self) {
-        let Some(path) = self.plan_state_file.as_deref().filter(|_| self.plan_state_unsaved) else {
-            return;
-        };
-        match state::save_plan_state(path, self.sync.plan_state()) {
-            Ok(()) => self.plan_state_unsaved = false,
-            Err(e) => tracing::error!(error = %e, "cannot save the plan state"),
-        }
+        self.plan_state_writer.save(self.sync.plan_state(), &self.metrics);
+        self.metrics
+            .set_state_unsaved(self.state_unsaved || self.plan_state_writer.unsaved());
     }
 
     fn poll_period(&self) -> Duration {

@@ -14,7 +14,7 @@
 use crate::dataplane::Dataplane;
 use crate::kubeapi::watch::WatchUpdate;
 use crate::metrics::Metrics;
-use crate::state;
+use crate::state::writer::PlanStateWriter;
 use crate::sync::{SyncLoop, SyncReport, SyncSettings};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -50,8 +50,7 @@ pub struct ApiAgent<D> {
     cache: WatchCache,
     sync: SyncLoop<D>,
     metrics: Arc<Metrics>,
-    plan_state_file: Option<PathBuf>,
-    plan_state_unsaved: bool,
+    plan_state_writer: PlanStateWriter,
     /// The (re)lists under way: when each began and the objects so far,
     /// for the `list complete` log line.
     lists: BTreeMap<WatchedKind, (Instant, usize)>,
@@ -75,8 +74,7 @@ impl<D: Dataplane> ApiAgent<D> {
             cache,
             sync,
             metrics,
-            plan_state_file: settings.plan_state_file,
-            plan_state_unsaved: false,
+            plan_state_writer: PlanStateWriter::new(settings.plan_state_file),
             lists: BTreeMap::new(),
         }
     }
@@ -149,7 +147,7 @@ impl<D: Dataplane> ApiAgent<D> {
             // before the first lists are in.
             let early = self.sync.feed(&mut self.cache, now).await;
             for report in &early {
-                self.plan_state_unsaved |= report.plan_state_changed;
+                self.plan_state_writer.changed(report.plan_state_changed);
             }
             self.save_plan_state();
             return early;
@@ -161,7 +159,7 @@ impl<D: Dataplane> ApiAgent<D> {
             reports.push(report);
         }
         for report in &reports {
-            self.plan_state_unsaved |= report.plan_state_changed;
+            self.plan_state_writer.changed(report.plan_state_changed);
         }
         self.save_plan_state();
         reports
@@ -173,16 +171,11 @@ impl<D: Dataplane> ApiAgent<D> {
         self.cache.synced().then(|| self.sync.next_due(now).max(now))
     }
 
-    /// Writes the plan state if it has changes not saved yet (logged on
-    /// failure; tried again after the next sync).
+    /// Writes the plan state if it has changes not saved yet (see
+    /// [`PlanStateWriter`]: a failed write is tried again at the next step).
     pub fn save_plan_state(&mut self) {
-        let Some(path) = self.plan_state_file.as_deref().filter(|_| self.plan_state_unsaved) else {
-            return;
-        };
-        match state::save_plan_state(path, self.sync.plan_state()) {
-            Ok(()) => self.plan_state_unsaved = false,
-            Err(e) => tracing::error!(error = %e, "cannot save the plan state"),
-        }
+        self.plan_state_writer.save(self.sync.plan_state(), &self.metrics);
+        self.metrics.set_state_unsaved(self.plan_state_writer.unsaved());
     }
 }
 

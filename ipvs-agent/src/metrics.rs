@@ -60,6 +60,9 @@ pub struct Metrics {
     conntrack_errors: AtomicU64,
     /// 1 while `run` keeps table `inet svcnet`, else 0.
     nftables_available: AtomicU64,
+    state_write_errors: AtomicU64,
+    /// 1 while the state or plan state in memory is newer than on disk.
+    state_unsaved: AtomicU64,
     /// Unix milliseconds of the last sync with no failure (0: none yet).
     last_success_ms: AtomicU64,
     virtual_servers: AtomicU64,
@@ -155,6 +158,18 @@ impl Metrics {
     /// nf_tables.
     pub fn set_nftables_available(&self, available: bool) {
         self.nftables_available.store(u64::from(available), Ordering::Relaxed);
+    }
+
+    /// Records a failed write of the state file or the plan-state file
+    /// (disk full, read-only file system): the agent keeps serving from
+    /// memory and writes again until it succeeds.
+    pub fn record_state_write_error(&self) {
+        self.state_write_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records whether state in memory still waits to be written.
+    pub fn set_state_unsaved(&self, unsaved: bool) {
+        self.state_unsaved.store(u64::from(unsaved), Ordering::Relaxed);
     }
 
     /// Records the table size after a sync.
@@ -258,6 +273,18 @@ impl Metrics {
             "gauge",
             "1 while the nftables table inet svcnet (masquerade, filter and source-range rules) is kept; 0 with --nftables=false, or when the kernel has no nf_tables (the agent logged what is missing) and only IPVS is programmed.",
             &plain(get(&self.nftables_available)),
+        );
+        metric(
+            "svcnet_state_file_write_errors_total",
+            "counter",
+            "Failed writes of the state file or the plan-state file beside it (disk full, read-only file system); each is tried again at the next manifest poll.",
+            &plain(get(&self.state_write_errors)),
+        );
+        metric(
+            "svcnet_state_file_unsaved",
+            "gauge",
+            "1 while allocations or drain times in memory are not yet written to the state files (a write failed; the agent keeps serving and tries again), else 0.",
+            &plain(get(&self.state_unsaved)),
         );
         let last = get(&self.last_success_ms) as f64 / 1000.0;
         metric(

@@ -21,6 +21,7 @@
 //! [`StateError::Mode`]; see [`ownership`]).
 
 pub mod ownership;
+pub mod writer;
 
 use std::fs::{self, File};
 use std::io::{Read, Write};

@@ -355,3 +355,78 @@ async fn without_a_state_file_nothing_is_saved() {
         .collect();
     assert_eq!(names, ["manifests"]);
 }
+
+/// `name metric` line's value in `/metrics`.
+fn metric(agent: &Agent<MemoryDataplane>, name: &str) -> String {
+    let rendered = agent.metrics.render();
+    rendered
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|v| v.strip_prefix(' '))
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no {name} in\n{rendered}"))
+}
+
+#[tokio::test]
+async fn a_failed_state_write_keeps_serving_and_is_written_again_once_it_can_be() {
+    let (dir, file) = setup();
+    let state_dir = dir.path().join("state");
+    fs::create_dir(&state_dir).unwrap();
+    let state_file = state_dir.join("state.json");
+    let mut agent = start_at(dir.path(), Some(state_file.clone()), T0).unwrap();
+    agent.step(T0).await.unwrap();
+    assert_eq!(metric(&agent, "svcnet_state_file_unsaved"), "0");
+
+    // The state's folder becomes unwritable (a file in its place: every
+    // write fails, as on a full disk), and a Service is added.
+    fs::rename(&state_dir, dir.path().join("state-away")).unwrap();
+    fs::write(&state_dir, "not a folder").unwrap();
+    let api = WEB.replace("name: web", "name: api");
+    replace(
+        &file,
+        &format!(
+            "{WEB}---\n{api}---\n{}---\n{}",
+            pod("web-1", "10.244.1.11"),
+            pod("web-2", "10.244.1.12")
+        ),
+    );
+    agent.step(at(1)).await.unwrap();
+    let api_ip = agent
+        .control_plane()
+        .service("default", "api")
+        .unwrap()
+        .spec
+        .cluster_ip
+        .clone();
+    let api_vs = VirtualServerKey::new(Protocol::Tcp, api_ip.parse().unwrap(), 80);
+    assert!(
+        agent
+            .sync_loop()
+            .dataplane()
+            .table
+            .virtual_servers
+            .contains_key(&api_vs),
+        "still serving: the new Service is programmed"
+    );
+    assert_eq!(metric(&agent, "svcnet_state_file_unsaved"), "1");
+    let errors = |agent: &Agent<MemoryDataplane>| -> u64 {
+        metric(agent, "svcnet_state_file_write_errors_total").parse().unwrap()
+    };
+    let failed = errors(&agent);
+    assert!(failed >= 1);
+    agent.step(at(2)).await;
+    assert!(errors(&agent) > failed, "tried again at the next poll");
+
+    // Space returns: the next poll writes it, with the new allocation.
+    fs::remove_file(&state_dir).unwrap();
+    fs::rename(dir.path().join("state-away"), &state_dir).unwrap();
+    agent.step(at(3)).await;
+    assert_eq!(metric(&agent, "svcnet_state_file_unsaved"), "0");
+    let saved = fs::read_to_string(&state_file).unwrap();
+    assert!(saved.contains(&format!("\"clusterIP\": \"{api_ip}\"")), "{saved}");
+    let failed = errors(&agent);
+    agent.step(at(4)).await;
+    assert_eq!(errors(&agent), failed, "no failure once written");
+}

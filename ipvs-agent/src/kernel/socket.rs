@@ -52,6 +52,8 @@ pub struct SocketStats {
     /// Requests that could not be sent, or whose answer was lost or
     /// unreadable.
     pub lost: u64,
+    /// Receive-buffer overruns (ENOBUFS: the kernel dropped answers).
+    pub overruns: u64,
 }
 
 /// Which acknowledgements the kernel sends.
@@ -153,9 +155,29 @@ impl NetlinkSocket {
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) if error.raw_os_error() == Some(libc::ENOBUFS) => {
+                    self.overrun();
+                    return Err(error);
+                }
                 Err(error) => return Err(error),
             }
         }
+    }
+
+    /// After ENOBUFS: the buffer is asked for again (something may have
+    /// shrunk it) and the batches sized to what the kernel grants now. The
+    /// answers already dropped stay lost: the caller reports those
+    /// requests as unanswered, and the sync loop reads the kernel's table
+    /// again before it retries.
+    fn overrun(&mut self) {
+        self.stats.overruns += 1;
+        let before = self.receive_buffer;
+        self.receive_buffer = grow_receive_buffer(&self.socket);
+        log::warn!(
+            "netlink receive buffer overrun (ENOBUFS): answers were dropped; receive buffer {before} bytes before, \
+             {} bytes now",
+            self.receive_buffer
+        );
     }
 
     /// The datagram the last successful [`Self::recv`] read.
