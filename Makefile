@@ -22,7 +22,7 @@ BENCH_RESULTS := benchmarks
 
 step = @printf '\n==> make %s\n' '$@'
 
-.PHONY: help deps fmt fmt-check clippy doc-check netlink-dedup unit test-release wasm-check wasm-env tour \
+.PHONY: help deps fmt fmt-check clippy doc-check netlink-dedup unit test-release wasm-check wasm-env tour faults \
 	wasm vectors wasm-vectors bench test demo
 
 help: ## List the targets
@@ -155,6 +155,10 @@ traffic-diff: k8s ## Traffic matrix through kube-proxy v1.37.2 and through ipvs-
 	tests/vm/traffic-diff.sh
 
 .PHONY: bench-vs-kube-proxy
+faults: ## Fault injection in the VM under traffic, 5,000 Services: kill -9 mid-sync, torn state file, netlink ENOBUFS, concurrent edits, disk full, fd exhaustion, apiserver loss with 410 (tests/vm/faults.sh)
+	$(step)
+	tests/vm/faults.sh
+
 bench-vs-kube-proxy: k8s ## Benchmark against kube-proxy in one VM kernel: N=1000,5000,10000 Services x 10 (BENCH_SIZES); writes benchmarks/kube-proxy.md and .json
 	$(step)
 	tests/vm/bench-kube-proxy.sh $(BENCH_SIZES)

@@ -76,7 +76,15 @@ pub enum StateError {
         mode: u32,
     },
     /// The file is not a snapshot (truncated, edited, another program's).
-    #[error("state file {path}: not a valid svcnet state file ({message}); move it away to start from scratch")]
+    /// The agent refuses to start rather than allocate anew: the kernel's
+    /// table still serves the old ClusterIPs and NodePorts, and fresh
+    /// allocations could hand them to other Services.
+    #[error(
+        "state file {path}: not a valid svcnet state file ({message}); refusing to start: allocating ClusterIPs \
+         and NodePorts anew could give the ones the kernel still serves to other Services (nothing was changed in \
+         the kernel). Put back a good copy, or move it away to start from scratch, knowing that Services without a \
+         fixed clusterIP or nodePort may get new ones"
+    )]
     Corrupt {
         /// The file.
         path: PathBuf,
