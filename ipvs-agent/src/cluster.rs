@@ -292,6 +292,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a valid svcnet state file"), "{err}");
+        // Bytes that are not even text (found by tests/vm/faults.sh): the
+        // same refusal and advice, not a bare read error.
+        fs::write(&state, b"{\"services\": \xff\xfe}").unwrap();
+        let err = Cluster::open(config(), Some(state.clone()), vec![])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not a valid svcnet state file (not UTF-8 text: an invalid byte at offset 13)")
+                && err.contains("move it away"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -400,6 +400,11 @@ async fn run_api(
 ) -> Result<ExitCode, Failure> {
     let common = &args.common;
     let client = kubeapi::connect(source).await.map_err(|e| failure(e, API))?;
+    let flags = node_flags(common);
+    // The watch streams start first: their connections, and the read of
+    // `default/kubernetes` on its own, go on in their tasks while the
+    // kernel is set up below.
+    let mut updates = kubeapi::watch::watch(client, &flags.name);
     let plan_state_file = common.state_file.as_deref().map(state::plan_state_path);
     let plan_state = match plan_state_file.as_deref().map(state::load_plan_state) {
         Some(Ok(Some(saved))) => saved,
@@ -413,7 +418,6 @@ async fn run_api(
         .map(|(_, _, since)| since)
         .fold(Time::ZERO, Time::max);
     let clock = Clock::starting_at_least(saved);
-    let flags = node_flags(common);
     let settings = ApiSettings {
         node_name: flags.name.clone(),
         host_ips: if flags.ips.is_empty() {
@@ -429,7 +433,6 @@ async fn run_api(
     };
     let dataplane = run_dataplane(args).await?;
     tracing::info!(node = %settings.node_name, "API mode: waiting for the first lists of Services, EndpointSlices and the Node");
-    let mut updates = kubeapi::watch::watch(client, &settings.node_name);
     let mut agent = ApiAgent::new(settings, plan_state, dataplane, metrics.clone());
     if !args.once {
         serve_endpoints(args, metrics.clone()).await;

@@ -121,13 +121,16 @@ pub enum StateError {
 
 /// Reads the snapshot; `None` when the file does not exist yet.
 pub fn load(path: &Path) -> Result<Option<Snapshot>, StateError> {
-    let Some(text) = read(path)? else {
+    let Some(bytes) = read(path)? else {
         return Ok(None);
     };
-    parse(&text).map(Some).map_err(|message| StateError::Corrupt {
-        path: path.to_path_buf(),
-        message,
-    })
+    text(bytes)
+        .and_then(|text| parse(&text))
+        .map(Some)
+        .map_err(|message| StateError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        })
 }
 
 /// Reads a snapshot from the text of a state file (what [`load`] does once
@@ -157,10 +160,11 @@ pub fn plan_state_path(state_file: &Path) -> PathBuf {
 
 /// Reads a plan state; `None` when the file does not exist yet.
 pub fn load_plan_state(path: &Path) -> Result<Option<PlanState>, StateError> {
-    let Some(text) = read(path)? else {
+    let Some(bytes) = read(path)? else {
         return Ok(None);
     };
-    parse_plan_state(&text)
+    text(bytes)
+        .and_then(|text| parse_plan_state(&text))
         .map(Some)
         .map_err(|message| StateError::CorruptPlanState {
             path: path.to_path_buf(),
@@ -185,7 +189,18 @@ pub fn save_plan_state(path: &Path, state: &PlanState) -> Result<(), StateError>
 /// this process's user and be writable by no one else
 /// ([`ownership::check`]), and fit the limit on files; both are checked on
 /// the open file, before it is read.
-fn read(path: &Path) -> Result<Option<String>, StateError> {
+/// A state file's bytes as text; garbage that is not UTF-8 is a corrupt
+/// file like any other, not a read error.
+fn text(bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text: an invalid byte at offset {}",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+fn read(path: &Path) -> Result<Option<Vec<u8>>, StateError> {
     let read_error = |source| StateError::Read {
         path: path.to_path_buf(),
         source,
@@ -203,9 +218,9 @@ fn read(path: &Path) -> Result<Option<String>, StateError> {
         path: path.to_path_buf(),
         limit,
     })?;
-    let mut text = String::with_capacity(size);
-    file.read_to_string(&mut text).map_err(read_error)?;
-    Ok(Some(text))
+    let mut bytes = Vec::with_capacity(size);
+    file.read_to_end(&mut bytes).map_err(read_error)?;
+    Ok(Some(bytes))
 }
 
 /// Replaces `path` with `json` and a newline: a temporary file in the same

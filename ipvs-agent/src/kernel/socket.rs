@@ -171,7 +171,7 @@ impl NetlinkSocket {
     /// again before it retries.
     fn overrun(&mut self) {
         self.stats.overruns += 1;
-        let before = self.receive_buffer;
+        let before = self.socket.get_rx_buf_sz().unwrap_or(0);
         self.receive_buffer = grow_receive_buffer(&self.socket);
         log::warn!(
             "netlink receive buffer overrun (ENOBUFS): answers were dropped; receive buffer {before} bytes before, \

@@ -168,7 +168,7 @@ netlink_enobufs() {
     vm_info "netlink-enobufs: netlink drops $drops0 -> $drops1; the agent's log:"
     vm_agent_log "$LOG" | grep -i 'ENOBUFS\|overrun' | tail -n 4 || true
     if ((drops1 > drops0)) && vm_agent_log "$LOG" | grep -q 'ENOBUFS'; then
-        vm_pass netlink-enobufs-overrun-happened "$((drops1 - drops0)) answers dropped"
+        vm_pass netlink-enobufs-overrun-happened "netlink drops counted: $((drops1 - drops0))"
     else
         vm_fail netlink-enobufs-overrun-happened "no drop counted or no ENOBUFS logged: the fault did not happen" || true
     fi
