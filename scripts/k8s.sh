@@ -326,8 +326,10 @@ EOF
     say "KUBECONFIG=$RUN/kubeconfig"
 }
 
-# TERM to all three at once; whatever still runs after 2 s gets KILL (the
-# data goes with them, so an unfinished graceful shutdown loses nothing).
+# TERM to all three at once; whatever still runs after 0.5 s gets KILL (the
+# data goes with them, so an unfinished graceful shutdown loses nothing;
+# kube-apiserver's takes seconds, and the conformance suite stops about 45
+# control planes).
 stop_all() {
     local name pids=()
     for name in kube-controller-manager kube-apiserver etcd; do
@@ -338,7 +340,7 @@ stop_all() {
     ((${#pids[@]})) || return 0
     kill -TERM "${pids[@]}" 2>/dev/null || true
     local i pid
-    for ((i = 0; i < 20; i++)); do
+    for ((i = 0; i < 5; i++)); do
         for pid in "${pids[@]}"; do
             kill -0 "$pid" 2>/dev/null && break
         done

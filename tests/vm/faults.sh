@@ -100,8 +100,10 @@ if [[ $which != manifests ]]; then
     . "$here/kube-host.sh"
     "$repo/scripts/k8s.sh" build
     KUBE_BIN="$("$repo/scripts/k8s.sh" bin)"
-    trap '"$repo/scripts/k8s.sh" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+    # Stopped at exit only once started here: a failed `up` (another
+    # control plane running) must not stop someone else's.
     kube_host_up 10.96.0.0/12 "$work/up.log" || die "scripts/k8s.sh up failed"
+    trap '"$repo/scripts/k8s.sh" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
     kubectl=("$KUBE_BIN/kubectl" --kubeconfig "$KUBECONFIG_HOST")
     "${kubectl[@]}" create -f - >/dev/null <<'EOF'
 apiVersion: v1

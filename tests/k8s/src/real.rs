@@ -159,11 +159,6 @@ impl RealCluster {
         }
     }
 
-    /// Starts kube-apiserver with `--service-cluster-ip-range=<range>` (no
-    /// flag for `none`) against an etcd that does not exist: flags are
-    /// checked before etcd is dialled, so a bad range ends it at once.
-    /// Returns its startup error, or `None` if it was still running
-    /// after 10 s.
     /// How the real kube-proxy reads a configuration file: its decoding
     /// or validation error (`failed complete: ...`, `failed validate:
     /// ...`), or, when it gets past them (to fail later for want of an
@@ -203,6 +198,13 @@ impl RealCluster {
         Ok(json!({"accepted": true, "unknownFields": unknown}))
     }
 
+    /// Starts kube-apiserver with `--service-cluster-ip-range=<range>` (no
+    /// flag for `none`) against an etcd that does not exist: flags are
+    /// checked before etcd is dialled, so a bad range ends it at once.
+    /// Returns its startup error, or `None` if it started: it logged its
+    /// `Version:` line (which it prints once its options are complete and
+    /// valid) and was still running [`STARTED_GRACE`] later, or it was
+    /// still running after 10 s.
     pub fn start_error(&self, range: &str) -> Result<Option<String>, String> {
         let port = free_port()?;
         let primary_is_v6 = range.split(',').next().is_some_and(|c| c.contains(':'));
@@ -226,18 +228,51 @@ impl RealCluster {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start kube-apiserver: {e}"))?;
-        if !wait_at_most(&mut child, Duration::from_secs(10))? {
-            // Still running: it started.
+        // stderr is read on a thread, so the pipe never fills while we wait.
+        let (lines, seen) = std::sync::mpsc::channel::<String>();
+        let stderr = child.stderr.take().ok_or("kube-apiserver's stderr is not piped")?;
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut text = String::new();
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = lines.send(line.clone());
+                text.push_str(&line);
+                text.push('\n');
+            }
+            text
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut started_at: Option<Instant> = None;
+        let exited = loop {
+            if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+                break true;
+            }
+            let now = Instant::now();
+            if now > deadline || started_at.is_some_and(|at| now > at + STARTED_GRACE) {
+                break false;
+            }
+            if let Ok(line) = seen.recv_timeout(Duration::from_millis(50)) {
+                if started_at.is_none() && line.contains("] Version: ") {
+                    started_at = Some(Instant::now());
+                }
+            }
+        };
+        if !exited {
+            let _ = child.kill();
             let _ = child.wait();
+            let _ = reader.join();
             return Ok(None);
         }
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = reader.join().map_err(|_| "the stderr reader panicked")?;
         Ok(Some(
             command_failed_error(&stderr).unwrap_or_else(|| stderr.trim().to_string()),
         ))
     }
 }
+
+/// How long kube-apiserver must keep running after its `Version:` line
+/// for a start check to count it as started.
+const STARTED_GRACE: Duration = Duration::from_secs(2);
 
 /// What kubectl printed for a refused object, back in the form of the
 /// API's `Status` message: warnings and the `error when creating "STDIN": `
