@@ -22,7 +22,7 @@ BENCH_RESULTS := benchmarks
 
 step = @printf '\n==> make %s\n' '$@'
 
-.PHONY: help deps fmt fmt-check clippy doc-check netlink-dedup unit test-release wasm-check wasm-env tour faults \
+.PHONY: help deps fmt fmt-check clippy doc-check netlink-dedup unit wasm-check wasm-env tour faults \
 	wasm vectors wasm-vectors bench test demo
 
 help: ## List the targets
@@ -66,16 +66,6 @@ unit: ## Unit and integration tests (cargo test --workspace)
 	$(step)
 	$(CARGO) test --workspace
 
-# The conntrack test needs root and a kernel's conntrack in a network
-# namespace of its own: it runs in the VM's kernel (make vm-conntrack), not
-# on the host.
-# The only other #[ignore]d test is ipvs-agent's conntrack one, which needs
-# root and runs in the VM (make vm-conntrack). Optimising the core's unit
-# tests alone takes about a minute; the whole workspace in release took 15.
-test-release: ## The core's expensive tests marked #[ignore], optimised (cargo test -p svcnet-core --release --lib -- --ignored)
-	$(step)
-	$(CARGO) test -p svcnet-core --release --lib -- --ignored
-
 wasm-check: ## Prove svcnet-core alone builds for wasm32-unknown-unknown (installs the toolchain if needed; make test's wasm step builds it inside svcnet-wasm)
 	$(step)
 	$(WASM) build svcnet-core
@@ -109,7 +99,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test test-release k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated

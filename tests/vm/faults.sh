@@ -16,7 +16,9 @@
 #   agent saw, the apiserver started again and Services changed: the rules
 #   stay programmed throughout, the agent relists (410 Gone) and converges.
 #
-# The closing line is `faults: N passed, M failed`.
+# Each VM's run ends with run.sh's `faults: N passed, M failed` (manifest
+# mode) or `faults-api: N passed, M failed`; the closing line adds them up,
+# `faults: N passed, M failed in all`.
 #
 # Environment: SVCNET_FAULTS_SERVICES (5000), SVCNET_FAULTS_OUTAGE (60 s),
 # VM_TIMEOUT (1800 s), VM_MEM (2048 MiB), VM_SMP (2).
@@ -186,5 +188,5 @@ for log in ${log_manifests:+"$log_manifests"} ${api_log:+"$api_log"}; do
 done
 ((status == 0 || failed > 0)) || failed=$((failed + 1))
 say "took $((SECONDS - started)) s"
-echo "$name: $passed passed, $failed failed"
+echo "$name: $passed passed, $failed failed in all"
 ((failed == 0))
