@@ -121,18 +121,26 @@ impl Sources {
     /// Reads the files [`Stamps`] were taken of, without listing the
     /// directories again: what is read is what was stamped.
     pub fn read_stamped(stamps: &Stamps) -> Result<Sources, ManifestError> {
-        let files: Vec<PathBuf> = stamps.files.iter().map(|stamp| stamp.path.clone()).collect();
+        let files: Vec<FoundFile> = (stamps.files.iter())
+            .map(|stamp| FoundFile {
+                path: stamp.path.clone(),
+                listed: stamp.listed,
+            })
+            .collect();
         Sources::read_files(&files)
     }
 
-    fn read_files(files: &[PathBuf]) -> Result<Sources, ManifestError> {
+    /// Reads `files`; one found by listing a directory that is gone by now
+    /// was deleted meanwhile and is left out, as the next listing would.
+    fn read_files(files: &[FoundFile]) -> Result<Sources, ManifestError> {
         let mut sources = Vec::with_capacity(files.len());
         for file in files {
-            let text = read_limited(file)?;
-            sources.push(Source {
-                path: file.clone(),
-                text,
-            });
+            if let Some(text) = read_limited(file)? {
+                sources.push(Source {
+                    path: file.path.clone(),
+                    text,
+                });
+            }
         }
         Ok(Sources { files: sources })
     }
@@ -228,10 +236,29 @@ pub struct Stamps {
     settled: bool,
 }
 
+/// A manifest file, and whether it was found by listing a directory (a
+/// file named by `--manifests` itself must be there; a listed one may be
+/// deleted between the listing and its reading, by whatever changes the
+/// directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FoundFile {
+    path: PathBuf,
+    listed: bool,
+}
+
+impl FoundFile {
+    /// Whether `e`, met stat'ing or opening this file, means it was
+    /// deleted since its directory was listed.
+    fn gone(&self, e: &std::io::Error) -> bool {
+        self.listed && e.kind() == std::io::ErrorKind::NotFound
+    }
+}
+
 /// One file's [`Stamps`] entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stamp {
     path: PathBuf,
+    listed: bool,
     len: u64,
     dev: u64,
     ino: u64,
@@ -254,14 +281,19 @@ impl Stamps {
         let mut files = Vec::new();
         let mut settled = true;
         for file in manifest_files(paths)? {
-            let meta = std::fs::metadata(&file).map_err(|e| read_error(&file, e))?;
+            let meta = match std::fs::metadata(&file.path) {
+                Ok(meta) => meta,
+                Err(e) if file.gone(&e) => continue,
+                Err(e) => return Err(read_error(&file.path, e)),
+            };
             let ctime = (meta.ctime(), meta.ctime_nsec());
             let changed = u64::try_from(ctime.0)
                 .map(|secs| Duration::new(secs, u32::try_from(ctime.1).unwrap_or(0)))
                 .unwrap_or(Duration::ZERO);
             settled &= changed < settle_before;
             files.push(Stamp {
-                path: file,
+                path: file.path,
+                listed: file.listed,
                 len: meta.len(),
                 dev: meta.dev(),
                 ino: meta.ino(),
@@ -281,7 +313,7 @@ impl Stamps {
 }
 
 /// The manifest files the `--manifests` paths stand for, in order.
-fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
+fn manifest_files(paths: &[PathBuf]) -> Result<Vec<FoundFile>, ManifestError> {
     let mut files = Vec::new();
     for path in paths {
         files.extend(expand(path)?);
@@ -291,9 +323,11 @@ fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
 
 /// A manifest file's text, refused before it is read when it is larger
 /// than the limit (and, should it grow while being read, after reading
-/// no more than one byte past it).
-fn read_limited(file: &Path) -> Result<String, ManifestError> {
+/// no more than one byte past it); `None` for a listed file deleted
+/// since the listing.
+fn read_limited(listed: &FoundFile) -> Result<Option<String>, ManifestError> {
     use std::io::Read;
+    let file = listed.path.as_path();
     let too_large = |size: usize| {
         check_file_size(size).map_err(|limit| ManifestError::Limit {
             path: file.to_path_buf(),
@@ -301,7 +335,11 @@ fn read_limited(file: &Path) -> Result<String, ManifestError> {
             limit,
         })
     };
-    let opened = std::fs::File::open(file).map_err(|e| read_error(file, e))?;
+    let opened = match std::fs::File::open(file) {
+        Ok(opened) => opened,
+        Err(e) if listed.gone(&e) => return Ok(None),
+        Err(e) => return Err(read_error(file, e)),
+    };
     let size = opened.metadata().map_err(|e| read_error(file, e))?.len();
     too_large(usize::try_from(size).unwrap_or(usize::MAX))?;
     let mut text = String::new();
@@ -311,7 +349,7 @@ fn read_limited(file: &Path) -> Result<String, ManifestError> {
         .read_to_string(&mut text)
         .map_err(|e| read_error(file, e))?;
     too_large(text.len())?;
-    Ok(text)
+    Ok(Some(text))
 }
 
 /// A file or directory that could not be read or stat'ed, by name.
@@ -323,11 +361,14 @@ fn read_error(path: &Path, e: std::io::Error) -> ManifestError {
 }
 
 /// The manifest files a path stands for.
-fn expand(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+fn expand(path: &Path) -> Result<Vec<FoundFile>, ManifestError> {
     let read_error = |e: std::io::Error| read_error(path, e);
     let meta = std::fs::metadata(path).map_err(read_error)?;
     if !meta.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
+        return Ok(vec![FoundFile {
+            path: path.to_path_buf(),
+            listed: false,
+        }]);
     }
     let mut files = Vec::new();
     for entry in std::fs::read_dir(path).map_err(read_error)? {
@@ -341,10 +382,13 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
         let file = entry.path();
         // Follow symlinks: a ConfigMap volume's entries are links.
         if std::fs::metadata(&file).map(|m| m.is_file()).unwrap_or(false) {
-            files.push(file);
+            files.push(FoundFile {
+                path: file,
+                listed: true,
+            });
         }
     }
-    files.sort();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
 }
 

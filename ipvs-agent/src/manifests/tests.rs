@@ -247,3 +247,27 @@ fn files_decoded_on_every_core_keep_file_order_and_the_first_error() {
     let err = load(&paths).unwrap_err().to_string();
     assert!(err.contains("f03.yaml: document 1"), "the first failing file: {err}");
 }
+
+/// Found by `make soak`: a file deleted between the directory's listing
+/// and its reading (the churn renames and deletes files all the time)
+/// made the whole poll fail ("No such file or directory").
+#[test]
+fn a_listed_file_deleted_before_it_is_read_counts_as_deleted_but_a_named_one_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.yaml"), WEB).unwrap();
+    fs::write(dir.path().join("b.yaml"), POD).unwrap();
+    let stamps = Stamps::take(&[dir.path().to_path_buf()], SystemTime::now()).unwrap();
+    fs::remove_file(dir.path().join("b.yaml")).unwrap();
+    let sources = Sources::read_stamped(&stamps).unwrap();
+    let read: Vec<&Path> = sources.files.iter().map(|f| f.path.as_path()).collect();
+    assert_eq!(read, [dir.path().join("a.yaml")]);
+
+    // Named on the command line, the same file must be there.
+    let named = dir.path().join("a.yaml");
+    let stamps = Stamps::take(std::slice::from_ref(&named), SystemTime::now()).unwrap();
+    fs::remove_file(&named).unwrap();
+    let err = Sources::read_stamped(&stamps).unwrap_err().to_string();
+    assert!(err.contains("a.yaml") && err.contains("No such file"), "{err}");
+    let err = Stamps::take(&[named], SystemTime::now()).unwrap_err().to_string();
+    assert!(err.contains("No such file"), "{err}");
+}
