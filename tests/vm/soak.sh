@@ -169,6 +169,12 @@ For $SOAK_SECONDS s, at once:
 | syncs during the churn | $SYNCS_DURING | |
 | failed operations in all syncs | $FAILED_OPS | 0 |
 
+A refused manifest poll is one where a file the agent listed in the
+directory was gone before it read it (the churn deletes about one file in
+ten changes): the agent then logs \`manifests not applied\`, keeps the
+previous state and tries again at the next poll, a second later. It is
+reported, not checked: the agent should take such a file as deleted.
+
 The p99s from /metrics are Prometheus' \`histogram_quantile\` (linear
 within a bucket) over kube-proxy's buckets (1 ms doubling to 16 s), so
 they are only as fine as a bucket; the log's figure is exact.
