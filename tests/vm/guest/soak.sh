@@ -249,15 +249,17 @@ histogram_quantile() {
 
 # slope FILE COLUMN FROM: least-squares slope of COLUMN against the first
 # column (seconds), over rows with seconds >= FROM, per minute, and its
-# standard error: "SLOPE SE" ("null null" with fewer than 3 rows).
+# standard error: "SLOPE SE" ("null null" with fewer than 3 rows). The
+# VM's busybox awk has no sqrt: Newton's method.
 slope() {
-    awk -v c="$2" -v from="$3" 'NR > 1 && $1 >= from { n++; x = $1 / 60; y = $c; sx += x; sy += y; sxx += x * x; sxy += x * y; syy += y * y }
+    awk -v c="$2" -v from="$3" 'function root(v, r, i) { if (v <= 0) return 0; r = v > 1 ? v : 1; for (i = 0; i < 100; i++) r = (r + v / r) / 2; return r }
+        NR > 1 && $1 >= from { n++; x = $1 / 60; y = $c; sx += x; sy += y; sxx += x * x; sxy += x * y; syy += y * y }
         END {
             if (n < 3) { print "null null"; exit }
             xx = sxx - sx * sx / n; xy = sxy - sx * sy / n; yy = syy - sy * sy / n
             if (xx <= 0) { print "null null"; exit }
             b = xy / xx; e = (yy - b * xy) / (n - 2); if (e < 0) e = 0
-            printf "%.3f %.3f\n", b + 0, sqrt(e / xx)
+            printf "%.3f %.3f\n", b + 0, root(e / xx)
         }' "$1"
 }
 
