@@ -111,7 +111,9 @@ ms() { [[ $1 == null ]] && echo "?" || awk -v s="$1" 'BEGIN { printf "%.0f", s *
 } >"$out/soak.json"
 
 # One sample a minute for the report (all of them are in soak.json).
-per_minute="$(awk -v every="$((60 / (SAMPLE_S > 0 ? SAMPLE_S : 10)))" 'NR > 1 && (NR - 2) % (every > 0 ? every : 1) == 0 { printf "| %s | %s | %s | %s |\n", $1, $2, $4, $3 }' "$results/samples.tsv")"
+# A count, or 0 for a figure the run did not reach (null).
+count() { [[ $1 =~ ^[0-9]+$ ]] && echo "$1" || echo 0; }
+per_minute="$(awk -v s="$(count "$SAMPLE_S")" 'BEGIN { every = s > 0 ? int(60 / s) : 6; if (every < 1) every = 1 } NR > 1 && (NR - 2) % every == 0 { printf "| %s | %s | %s | %s |\n", $1, $2, $4, $3 }' "$results/samples.tsv")"
 cat >"$out/soak.md" <<EOF
 # Churn soak under traffic
 
@@ -154,8 +156,8 @@ For $SOAK_SECONDS s, at once:
 
 | what | value | bound (checked) |
 | --- | ---: | --- |
-| failed new connections to the stable Services | **$LOOP_FAILED** of $((LOOP_OK + LOOP_FAILED)) | 0 |
-| held connections broken | **$BROKEN** of $((HELD + BROKEN)) | 0 |
+| failed new connections to the stable Services | **$LOOP_FAILED** of $(($(count "$LOOP_OK") + $(count "$LOOP_FAILED"))) | 0 |
+| held connections broken | **$BROKEN** of $(($(count "$HELD") + $(count "$BROKEN"))) | 0 |
 | churn rate, measured | **$RATE_MEASURED /s** | at least 95 % of $SOAK_RATE |
 | RSS slope after the first $WARMUP_S s (least squares, ± its standard error) | **$RSS_SLOPE ± $RSS_SLOPE_SE KiB/min** | at most $RSS_SLOPE_MAX KiB/min |
 | VmHWM (peak RSS) after warm-up: first, last; slope | $HWM_WARM, $HWM_LAST KiB; $HWM_SLOPE KiB/min | |
