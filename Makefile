@@ -99,7 +99,7 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests); figures
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff
+test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff faults soak-short ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff faults soak-short
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
