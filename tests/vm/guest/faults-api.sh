@@ -41,8 +41,21 @@ fresh_listed() { agent plan "${COMMON[@]}" --format dns | grep -q '^fresh-9\.ben
 # The kubernetes Service, the 4 stable ones and the others, all programmed.
 complete() { (($(virtual_servers) >= SERVICES + 5)); }
 
+# The node's address on node0, without vm_node_init's default routes: QEMU's
+# user network (vm_kube_prepare) has the default route, through which the
+# kernel routes the real servers of the Services with no pod here.
+node_without_default_route() {
+    vm_sysctl net.ipv4.ip_forward 1
+    vm_sysctl net.ipv4.vs.conntrack 1
+    ip link add "$VM_NODE_IF" type dummy
+    ip link set "$VM_NODE_IF" up
+    ip addr add "$VM_NODE_IP4/24" dev "$VM_NODE_IF"
+    touch "$VM_STATE/node-init"
+}
+
 setup() {
     vm_kube_prepare "$PORT"
+    node_without_default_route
     pods_and_client
     VM_AGENT_START_TIMEOUT=300 vm_agent_start "$LOG" "${COMMON[@]}" "${RUN_FLAGS[@]}"
     vm_wait_until 600 complete || { echo "the table has $(virtual_servers) virtual servers after 600 s"; return 1; }
