@@ -71,31 +71,6 @@ proxy_pid=$!
 
 kube_host_kubeconfig "$work/kubeconfig"
 
-# objects FROM TO: Services svc-FROM..svc-(TO-1), each with one EndpointSlice
-# of 10 ready endpoints (10.128.0.0 + 10 i + k), as a JSON List.
-objects() {
-    python3 - "$1" "$2" <<'EOF'
-import ipaddress, json, sys
-first, last = int(sys.argv[1]), int(sys.argv[2])
-base = int(ipaddress.ip_address("10.128.0.0"))
-items = []
-for i in range(first, last):
-    name = f"svc-{i}"
-    items.append({"apiVersion": "v1", "kind": "Service",
-                  "metadata": {"name": name, "namespace": "bench"},
-                  "spec": {"ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}})
-    items.append({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                  "metadata": {"name": f"{name}-1", "namespace": "bench",
-                               "labels": {"kubernetes.io/service-name": name}},
-                  "addressType": "IPv4",
-                  "ports": [{"name": "", "port": 8080, "protocol": "TCP"}],
-                  "endpoints": [{"addresses": [str(ipaddress.ip_address(base + i * 10 + k))],
-                                 "conditions": {"ready": True}, "nodeName": "node-b"}
-                                for k in range(10)]})
-json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
-EOF
-}
-
 results="$work/results.json"
 : >"$results"
 loaded=0
@@ -103,7 +78,7 @@ for n in $(printf '%s\n' "${sizes[@]}" | sort -n); do
     if ((n > loaded)); then
         say "creating Services $loaded..$((n - 1)) with their EndpointSlices"
         t0=$SECONDS
-        objects "$loaded" "$n" >"$work/objects.json"
+        "$here/bench-objects.py" "$loaded" "$n" >"$work/objects.json"
         "${kubectl[@]}" create -f "$work/objects.json" >/dev/null
         say "  $((2 * (n - loaded))) objects in $((SECONDS - t0)) s"
         loaded=$n

@@ -115,23 +115,7 @@ EOF
     "${kubectl[@]}" create namespace bench >/dev/null
     stable_manifests default | "${kubectl[@]}" create -f - >/dev/null
     say "creating $services Services with their EndpointSlices"
-    python3 - "$services" >"$work/objects.json" <<'PYEOF'
-import ipaddress, json, sys
-n = int(sys.argv[1])
-base = int(ipaddress.ip_address("10.128.0.0"))
-items = []
-for i in range(n):
-    name = f"svc-{i}"
-    items.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "bench"},
-                  "spec": {"ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}})
-    items.append({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                  "metadata": {"name": f"{name}-1", "namespace": "bench",
-                               "labels": {"kubernetes.io/service-name": name}},
-                  "addressType": "IPv4", "ports": [{"name": "", "port": 8080, "protocol": "TCP"}],
-                  "endpoints": [{"addresses": [str(ipaddress.ip_address(base + i * 10 + k))],
-                                 "conditions": {"ready": True}, "nodeName": "node-b"} for k in range(10)]})
-json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
-PYEOF
+    "$here/bench-objects.py" 0 "$services" >"$work/objects.json"
     "${kubectl[@]}" create -f "$work/objects.json" >/dev/null
     kube_host_kubeconfig "$work/kubeconfig"
 
