@@ -50,6 +50,54 @@ def manifests():
     return texts
 
 
+def apiserver_objects():
+    """(kind byte, object) as kube-apiserver v1.37 lists them."""
+    time = "2026-11-26T07:42:17Z"
+    svc_uid = "7c533a67-d600-4061-8aa7-a9516a57c34f"
+    service = {
+        "metadata": {"name": "svc-0", "namespace": "bench", "uid": svc_uid, "resourceVersion": "219",
+                     "creationTimestamp": time,
+                     "managedFields": [{"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1",
+                                        "time": time, "fieldsType": "FieldsV1",
+                                        "fieldsV1": {"f:spec": {"f:internalTrafficPolicy": {}, "f:ports": {
+                                            ".": {}, 'k:{"port":80,"protocol":"TCP"}': {
+                                                ".": {}, "f:port": {}, "f:protocol": {}, "f:targetPort": {}}},
+                                            "f:selector": {}, "f:sessionAffinity": {}, "f:type": {}}}}]},
+        "spec": {"ports": [{"protocol": "TCP", "port": 80, "targetPort": 8080}], "selector": {"app": "svc-0"},
+                 "clusterIP": "10.99.219.1", "clusterIPs": ["10.99.219.1"], "type": "ClusterIP",
+                 "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+                 "internalTrafficPolicy": "Cluster"},
+        "status": {"loadBalancer": {}}}
+
+    def slice_of(name, endpoints):
+        fields = {"f:addressType": {}, "f:metadata": {
+            "f:generateName": {},
+            "f:labels": {".": {}, "f:endpointslice.kubernetes.io/managed-by": {}, "f:kubernetes.io/service-name": {}},
+            "f:ownerReferences": {".": {}, 'k:{"uid":"%s"}' % svc_uid: {}}}}
+        if endpoints:
+            fields.update({"f:endpoints": {}, "f:ports": {}})
+        return {
+            "metadata": {"name": name + "-6g2ph", "generateName": name + "-", "namespace": "bench",
+                         "uid": "9cfe7270-bfab-4a54-8b7f-07dd4deea36f", "resourceVersion": "234", "generation": 3,
+                         "creationTimestamp": time,
+                         "labels": {"endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+                                    "kubernetes.io/service-name": name},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": name, "uid": svc_uid,
+                                              "controller": True, "blockOwnerDeletion": True}],
+                         "managedFields": [{"manager": "kube-controller-manager", "operation": "Update",
+                                            "apiVersion": "discovery.k8s.io/v1", "time": time,
+                                            "fieldsType": "FieldsV1", "fieldsV1": fields}]},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [f"10.128.0.{i + 1}"],
+                           "conditions": {"ready": True, "serving": True, "terminating": False},
+                           "targetRef": {"kind": "Pod", "namespace": "bench", "name": f"{name}-pod-{i}",
+                                         "uid": f"831ecf78-ea21-457a-9ebf-41b5201dac{i:02x}"},
+                           "nodeName": "node-a"} for i in range(endpoints)] or None,
+            "ports": [{"name": "", "protocol": "TCP", "port": 8080}] if endpoints else None}
+
+    return [(0, service), (1, slice_of("svc-0", 2)), (1, slice_of("svc-empty", 0))]
+
+
 def main():
     # Netlink: every received buffer, and every sent one (requests parse as
     # messages of the family too); the Arbitrary-driven targets get the same
@@ -82,6 +130,13 @@ def main():
             kind = {"Service": 0, "EndpointSlice": 1, "Node": 2}.get(doc.get("kind"))
             if kind is not None:
                 write("watch_events", bytes([kind]) + json.dumps(doc).encode())
+
+    # Watch events as kube-apiserver writes them (its key order, compact):
+    # a Service made by kubectl create, the EndpointSlices
+    # kube-controller-manager writes for it (managedFields, targetRef) and
+    # for one with no endpoints (`endpoints` and `ports` null).
+    for kind, doc in apiserver_objects():
+        write("watch_events", bytes([kind]) + json.dumps(doc, separators=(",", ":")).encode())
 
     # Playground scripts: a vector's config and steps as commands.
     for name, vector in vectors():

@@ -1,6 +1,7 @@
 //! `discovery.k8s.io/v1/EndpointSlice`: the endpoints behind a Service.
 
 use super::meta::ObjectMeta;
+use super::service::null_as_empty;
 use crate::family::IpFamily;
 use serde::{Deserialize, Serialize};
 
@@ -44,11 +45,11 @@ pub struct EndpointSlice {
     /// `IPv4`, `IPv6` or `FQDN`.
     #[serde(default)]
     pub address_type: String,
-    /// The endpoints.
-    #[serde(default)]
+    /// The endpoints (`null` from the API server when there are none).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub endpoints: Vec<Endpoint>,
-    /// The ports every endpoint of this slice serves.
-    #[serde(default)]
+    /// The ports every endpoint of this slice serves (`null` when none).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub ports: Vec<EndpointPort>,
 }
 
@@ -200,5 +201,21 @@ impl EndpointSlice {
     /// The IP family of an `IPv4` or `IPv6` slice; `None` for `FQDN`.
     pub fn family(&self) -> Option<IpFamily> {
         IpFamily::parse(&self.address_type)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_endpoints_and_ports_read_as_none() {
+        // What the API server writes for a slice with no endpoints.
+        let slice: EndpointSlice = serde_json::from_str(
+            r#"{"metadata": {"name": "web-1"}, "addressType": "IPv4", "endpoints": null, "ports": null}"#,
+        )
+        .unwrap();
+        assert!(slice.endpoints.is_empty());
+        assert!(slice.ports.is_empty());
     }
 }

@@ -189,31 +189,15 @@ fn cut(s: &str, n: usize) -> String {
 /// total size. For objects that skip admission (the agent's watch
 /// stream); admission checks the same and more for manifests.
 pub fn check_object_meta(meta: &ObjectMeta) -> Result<(), LimitError> {
-    check_meta_parts(
-        &meta.name,
-        &meta.namespace,
-        meta.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        meta.annotations.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-    )
-}
-
-/// [`check_object_meta`] on the parts of any metadata type (the agent's
-/// watch stream has k8s-openapi's), so nothing need be converted first.
-pub fn check_meta_parts<'a>(
-    name: &str,
-    namespace: &str,
-    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
-    annotations: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> Result<(), LimitError> {
-    if name.len() > MAX_NAME_BYTES {
+    if meta.name.len() > MAX_NAME_BYTES {
         return Err(LimitError::NameTooLong { limit: MAX_NAME_BYTES });
     }
-    if namespace.len() > MAX_NAMESPACE_BYTES {
+    if meta.namespace.len() > MAX_NAMESPACE_BYTES {
         return Err(LimitError::NamespaceTooLong {
             limit: MAX_NAMESPACE_BYTES,
         });
     }
-    for (key, value) in labels {
+    for (key, value) in &meta.labels {
         check_key("labels", key)?;
         if value.len() > MAX_LABEL_VALUE_BYTES {
             return Err(LimitError::LabelValueTooLong {
@@ -223,7 +207,7 @@ pub fn check_meta_parts<'a>(
         }
     }
     let mut total = 0usize;
-    for (key, value) in annotations {
+    for (key, value) in &meta.annotations {
         check_key("annotations", key)?;
         total = total.saturating_add(key.len()).saturating_add(value.len());
     }

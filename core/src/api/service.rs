@@ -109,8 +109,9 @@ pub struct ServiceSpec {
 }
 
 /// A list that may be written as `null`, which the API server reads as
-/// empty (an apply that unsets `clusterIPs: null`).
-fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+/// empty (an apply that unsets `clusterIPs: null`; an EndpointSlice's
+/// `endpoints` and `ports` as the API server writes them when empty).
+pub(crate) fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de>,

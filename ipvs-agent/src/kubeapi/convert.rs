@@ -1,96 +1,64 @@
-//! kube-rs objects (typed by k8s-openapi) into the core's types. Both are
-//! the Kubernetes JSON shape, so the conversion is a JSON round trip; an
-//! object the core cannot read is named in the error. `managedFields` are
-//! dropped first: the proxy never reads them, and in the watch cache of a
-//! large cluster they would be a third of its memory (16 of 44 MB for
-//! 5,000 EndpointSlices of 10 endpoints).
+//! The objects API mode received ([`objects`], already
+//! decoded into the core's types) as the core's [`Watched`], once their
+//! metadata is held to Kubernetes' limits: objects from the apiserver
+//! passed its admission, but the agent does not take that on trust. An
+//! object the core cannot read, or over the limits, is named in the error.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use svcnet_core::api::limits::check_meta_parts;
+use super::objects::{self, describe, Kind, Received};
+use svcnet_core::api::limits::check_object_meta;
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::proxy::watch_cache::Watched;
 
-/// The core's object for a k8s-openapi one.
-fn to_core<T: DeserializeOwned>(object: &impl Serialize, kind: &str, name: &str) -> Result<T, String> {
-    let value = serde_json::to_value(object).map_err(|e| format!("{kind} {name}: {e}"))?;
-    serde_json::from_value(value).map_err(|e| format!("{kind} {name}: {e}"))
-}
-
-/// The pairs of an optional string map.
-fn pairs(map: &Option<std::collections::BTreeMap<String, String>>) -> impl Iterator<Item = (&str, &str)> {
-    map.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str()))
-}
-
-/// Holds an object's metadata to Kubernetes' limits (names, labels,
-/// annotations) before it is converted: objects from the apiserver passed
-/// its admission, but the agent does not take that on trust.
-fn check_limits(meta: &ObjectMeta, kind: &str, name: &str) -> Result<(), String> {
-    check_meta_parts(
-        meta.name.as_deref().unwrap_or_default(),
-        meta.namespace.as_deref().unwrap_or_default(),
-        pairs(&meta.labels),
-        pairs(&meta.annotations),
-    )
-    .map_err(|e| format!("{kind} {name}: {e}"))
+/// The core's object, once its metadata is within the limits.
+fn checked<T: Kind>(object: Received<T>) -> Result<Box<T>, String> {
+    let object = object.into_core()?;
+    let meta = object.metadata();
+    check_object_meta(meta).map_err(|e| format!("{} {}: {e}", T::KIND, describe(&meta.namespace, &meta.name)))?;
+    Ok(object)
 }
 
 /// A Service as the core's [`Watched`].
-pub fn service(svc: k8s_openapi::api::core::v1::Service) -> Result<Watched, String> {
-    core_service(svc).map(|s| Watched::Service(Box::new(s)))
+pub fn service(svc: objects::Service) -> Result<Watched, String> {
+    checked(svc).map(Watched::Service)
 }
 
 /// A Service as the core's.
-pub fn core_service(mut svc: k8s_openapi::api::core::v1::Service) -> Result<Service, String> {
-    let name = describe(&svc.metadata);
-    check_limits(&svc.metadata, "Service", &name)?;
-    svc.metadata.managed_fields = None;
-    to_core(&svc, "Service", &name)
+pub fn core_service(svc: objects::Service) -> Result<Box<Service>, String> {
+    checked(svc)
 }
 
 /// An EndpointSlice as the core's [`Watched`].
-pub fn endpoint_slice(slice: k8s_openapi::api::discovery::v1::EndpointSlice) -> Result<Watched, String> {
-    core_endpoint_slice(slice).map(|s| Watched::EndpointSlice(Box::new(s)))
+pub fn endpoint_slice(slice: objects::EndpointSlice) -> Result<Watched, String> {
+    checked(slice).map(Watched::EndpointSlice)
 }
 
 /// An EndpointSlice as the core's.
-pub fn core_endpoint_slice(mut slice: k8s_openapi::api::discovery::v1::EndpointSlice) -> Result<EndpointSlice, String> {
-    let name = describe(&slice.metadata);
-    check_limits(&slice.metadata, "EndpointSlice", &name)?;
-    slice.metadata.managed_fields = None;
-    to_core(&slice, "EndpointSlice", &name)
+pub fn core_endpoint_slice(slice: objects::EndpointSlice) -> Result<EndpointSlice, String> {
+    checked(slice).map(|s| *s)
 }
 
 /// A Node as the core's [`Watched`].
-pub fn node(mut node: k8s_openapi::api::core::v1::Node) -> Result<Watched, String> {
-    let name = describe(&node.metadata);
-    check_limits(&node.metadata, "Node", &name)?;
-    node.metadata.managed_fields = None;
-    to_core(&node, "Node", &name).map(|n| Watched::Node(Box::new(n)))
-}
-
-fn describe(meta: &ObjectMeta) -> String {
-    match (&meta.namespace, &meta.name) {
-        (Some(ns), Some(name)) => format!("{ns}/{name}"),
-        (None, Some(name)) => name.clone(),
-        _ => "(unnamed)".into(),
-    }
+pub fn node(node: objects::Node) -> Result<Watched, String> {
+    checked(node).map(Watched::Node)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use svcnet_core::api::meta::Skipped;
+
+    fn received<T: Kind>(object: serde_json::Value) -> Received<T> {
+        serde_json::from_str(&object.to_string()).unwrap()
+    }
 
     #[test]
     fn a_service_crosses_over_whole() {
-        let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
+        let svc = received(serde_json::json!({
             "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
             "spec": {"clusterIP": "10.96.0.20", "clusterIPs": ["10.96.0.20"], "selector": {"app": "web"},
                      "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
                      "type": "ClusterIP", "ipFamilies": ["IPv4"]}
-        }))
-        .unwrap();
+        }));
         let Watched::Service(core) = service(svc).unwrap() else {
             panic!("not a Service");
         };
@@ -101,31 +69,41 @@ mod tests {
 
     #[test]
     fn managed_fields_are_not_kept() {
-        let slice: k8s_openapi::api::discovery::v1::EndpointSlice = serde_json::from_value(serde_json::json!({
+        let slice = received(serde_json::json!({
             "metadata": {"name": "web-1", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"},
                          "managedFields": [{"manager": "kubectl-create", "operation": "Update",
                                             "fieldsType": "FieldsV1", "fieldsV1": {"f:endpoints": {}}}]},
             "addressType": "IPv4",
             "endpoints": [{"addresses": ["10.244.1.11"], "conditions": {"ready": true}}]
-        }))
-        .unwrap();
+        }));
         let core = core_endpoint_slice(slice).unwrap();
-        assert_eq!(core.metadata.managed_fields, None);
+        // Read past, nothing of them held.
+        assert_eq!(core.metadata.managed_fields, Some(Skipped));
         assert_eq!(core.endpoints[0].addresses, vec!["10.244.1.11".to_string()]);
     }
 
     #[test]
     fn objects_over_the_metadata_limits_are_refused() {
-        let mut svc = k8s_openapi::api::core::v1::Service::default();
-        svc.metadata.name = Some("web".into());
-        svc.metadata.namespace = Some("shop".into());
-        svc.metadata.annotations = Some([("big".to_string(), "x".repeat(300 * 1024))].into());
+        let mut svc = serde_json::json!({"metadata": {"name": "web", "namespace": "shop",
+                                                      "annotations": {"big": "x".repeat(300 * 1024)}}});
         assert_eq!(
-            service(svc.clone()).unwrap_err(),
+            service(received(svc.clone())).unwrap_err(),
             "Service shop/web: metadata.annotations: Too long: may not be more than 262144 bytes"
         );
-        svc.metadata.annotations = None;
-        svc.metadata.labels = Some([("app".to_string(), "v".repeat(64))].into());
-        assert!(service(svc).unwrap_err().contains("must be no more than 63 characters"));
+        svc["metadata"].as_object_mut().unwrap().remove("annotations");
+        svc["metadata"]["labels"] = serde_json::json!({"app": "v".repeat(64)});
+        assert!(service(received(svc))
+            .unwrap_err()
+            .contains("must be no more than 63 characters"));
+    }
+
+    #[test]
+    fn an_object_the_core_cannot_read_is_named() {
+        let node = received(serde_json::json!({"metadata": {"name": "node-a"}, "status": {"addresses": 5}}));
+        let error = super::node(node).unwrap_err();
+        assert!(
+            error.starts_with("Node node-a: invalid type: integer `5`, expected a sequence"),
+            "{error}"
+        );
     }
 }

@@ -1,10 +1,9 @@
 //! One complete list of each kind the proxy reads, into a
-//! [`WatchCache`]: what `plan --kubeconfig` prints from.
+//! [`WatchCache`]: what `plan --kubeconfig` prints from. Each object is
+//! decoded once, into the core's type ([`objects`](super::objects)).
 
-use super::convert;
-use super::ApiModeError;
-use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use super::objects::{EndpointSlice, Node, Service};
+use super::{convert, ApiModeError};
 use kube::api::{Api, ListParams};
 use svcnet_core::proxy::watch_cache::{WatchCache, WatchedKind};
 
@@ -21,7 +20,7 @@ pub async fn list(client: &kube::Client, node_name: &str) -> Result<WatchCache, 
         let what = what.to_string();
         move |e: kube::Error| ApiModeError::Request {
             what,
-            message: e.to_string(),
+            message: super::error_text(&e),
         }
     };
     let mut cache = WatchCache::new(node_name);

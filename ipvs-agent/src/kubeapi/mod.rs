@@ -2,8 +2,9 @@
 //! Services, EndpointSlices and this node's Node with kube-rs. Every event
 //! becomes a call on the core's
 //! [`WatchCache`](svcnet_core::proxy::watch_cache::WatchCache), which
-//! decides what it means; objects are carried over as JSON into the core's
-//! types ([`convert`]).
+//! decides what it means; objects are decoded from the apiserver's JSON
+//! straight into the core's types ([`objects`]) and checked against
+//! Kubernetes' limits ([`convert`]).
 //!
 //! - [`connect`]: `--kubeconfig FILE` (and `--master URL` over it, as
 //!   kube-proxy has them), or the in-cluster configuration of a Pod.
@@ -11,12 +12,13 @@
 //! - [`watch`]: the three watch streams, resuming from bookmarks, relisting
 //!   after `410 Gone`, reconnecting with backoff.
 //!
-//! Everything but [`convert`] and [`ApiSource`] needs the crate's feature
-//! `api` (kube-rs), on by default.
+//! Everything but [`objects`], [`convert`] and [`ApiSource`] needs the
+//! crate's feature `api` (kube-rs), on by default.
 
 pub mod convert;
 #[cfg(feature = "api")]
 pub mod list;
+pub mod objects;
 #[cfg(feature = "api")]
 pub mod watch;
 
@@ -97,6 +99,35 @@ pub enum ApiModeError {
     },
 }
 
+/// A kube-rs error as text for logs and messages, without what an exec
+/// credential plugin printed: kube-rs quotes the plugin's output when it
+/// fails or when its output is not an `ExecCredential`, and that output
+/// may hold the credential. Every kube-rs error the agent shows goes
+/// through here.
+#[cfg(feature = "api")]
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    use kube::client::AuthError;
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        match e.downcast_ref::<AuthError>() {
+            Some(AuthError::AuthExecRun { out, .. }) => {
+                return format!(
+                    "auth error: the kubeconfig's exec credential plugin failed ({}); what it printed is not \
+                     shown, as it may hold a credential",
+                    out.status
+                )
+            }
+            Some(AuthError::AuthExecParse(_)) => {
+                return "auth error: the kubeconfig's exec credential plugin printed no ExecCredential; what it \
+                        printed is not shown, as it may hold a credential"
+                    .into()
+            }
+            _ => cause = e.source(),
+        }
+    }
+    error.to_string()
+}
+
 /// A client for the apiserver `source` names.
 #[cfg(feature = "api")]
 pub async fn connect(source: &ApiSource) -> Result<kube::Client, ApiModeError> {
@@ -117,7 +148,7 @@ pub async fn connect(source: &ApiSource) -> Result<kube::Client, ApiModeError> {
     }
     kube::Client::try_from(config).map_err(|e| ApiModeError::Request {
         what: "building the client".into(),
-        message: e.to_string(),
+        message: error_text(&e),
     })
 }
 
@@ -136,7 +167,7 @@ async fn from_kubeconfig(path: &std::path::Path) -> Result<kube::Config, ApiMode
     })?;
     let config = kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
         .await
-        .map_err(|e| bad(e.to_string()))?;
+        .map_err(|e| bad(error_text(&e)))?;
     if !token_is_a_header_value(&config.auth_info) {
         return Err(ApiModeError::KubeconfigToken {
             path: path.to_path_buf(),

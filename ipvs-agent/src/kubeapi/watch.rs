@@ -20,19 +20,19 @@
 //! `list` verb is all the agent's ClusterRole grants) that let the core
 //! program the apiserver's Service before the lists of a large cluster are
 //! in.
+//!
+//! Objects are decoded once, from the response straight into the core's
+//! types ([`objects`]); one the core cannot read becomes a
+//! [`WatchUpdate::Unreadable`] and its page or stream goes on.
 
-use super::convert;
 use super::list::{SERVICE_SELECTOR, SLICE_SELECTOR};
+use super::{convert, objects};
 use futures_util::stream::{self, BoxStream, StreamExt};
-use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use svcnet_core::api::{EndpointSlice as CoreSlice, Service};
 use svcnet_core::proxy::watch_cache::{Watched, WatchedKind};
-
-type ApiService = k8s_openapi::api::core::v1::Service;
-type ApiSlice = k8s_openapi::api::discovery::v1::EndpointSlice;
 
 /// One thing a watch stream said.
 #[derive(Debug)]
@@ -101,19 +101,19 @@ fn streams(client: kube::Client, node_name: &str) -> [BoxStream<'static, WatchUp
         .filter_map(std::future::ready)
         .boxed();
     let services = updates(
-        Api::<ApiService>::all(client.clone()),
+        Api::<objects::Service>::all(client.clone()),
         watcher::Config::default().labels(SERVICE_SELECTOR),
         WatchedKind::Service,
         convert::service,
     );
     let slices = updates(
-        Api::<ApiSlice>::all(client.clone()),
+        Api::<objects::EndpointSlice>::all(client.clone()),
         watcher::Config::default().labels(SLICE_SELECTOR),
         WatchedKind::EndpointSlice,
         convert::endpoint_slice,
     );
     let node = updates(
-        Api::<Node>::all(client),
+        Api::<objects::Node>::all(client),
         watcher::Config::default().fields(&format!("metadata.name={node_name}")),
         WatchedKind::Node,
         convert::node,
@@ -121,28 +121,26 @@ fn streams(client: kube::Client, node_name: &str) -> [BoxStream<'static, WatchUp
     [kubernetes, services, slices, node]
 }
 
-/// `default/kubernetes` and its EndpointSlices, listed on their own; `None`
-/// (logged) when they cannot be read, as the lists bring them anyway.
+/// `default/kubernetes` and its EndpointSlices, listed on their own (both
+/// requests at once); `None` (logged) when they cannot be read, as the
+/// lists bring them anyway.
 async fn kubernetes_read(client: kube::Client) -> Option<WatchUpdate> {
-    let services = Api::<ApiService>::namespaced(client.clone(), "default")
-        .list(
-            &ListParams::default()
-                .fields("metadata.name=kubernetes")
-                .labels(SERVICE_SELECTOR),
-        )
-        .await;
-    let slices = Api::<ApiSlice>::namespaced(client, "default")
-        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name=kubernetes,{SLICE_SELECTOR}")))
-        .await;
+    let service_params = ListParams::default()
+        .fields("metadata.name=kubernetes")
+        .labels(SERVICE_SELECTOR);
+    let slice_params = ListParams::default().labels(&format!("kubernetes.io/service-name=kubernetes,{SLICE_SELECTOR}"));
+    let service_api = Api::<objects::Service>::namespaced(client.clone(), "default");
+    let slice_api = Api::<objects::EndpointSlice>::namespaced(client, "default");
+    let (services, slices) = futures_util::join!(service_api.list(&service_params), slice_api.list(&slice_params));
     let read = match (services, slices) {
         (Ok(services), Ok(slices)) => services.items.into_iter().next().map(|service| {
             let service = convert::core_service(service)?;
             let slices = (slices.items.into_iter())
                 .map(convert::core_endpoint_slice)
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, String>(WatchUpdate::KubernetesRead(Box::new(service), slices))
+            Ok::<_, String>(WatchUpdate::KubernetesRead(service, slices))
         }),
-        (Err(e), _) | (_, Err(e)) => Some(Err(e.to_string())),
+        (Err(e), _) | (_, Err(e)) => Some(Err(super::error_text(&e))),
     };
     match read {
         Some(Ok(update)) => Some(update),
@@ -170,7 +168,7 @@ where
     watcher::watcher(api, config)
         .default_backoff()
         .map(move |event| match event {
-            Err(e) => WatchUpdate::Error(format!("watch {kind:?}: {e}")),
+            Err(e) => WatchUpdate::Error(format!("watch {kind:?}: {}", super::error_text(&e))),
             Ok(Event::Init) => WatchUpdate::Begin(kind),
             Ok(Event::InitDone) => WatchUpdate::End(kind),
             Ok(Event::InitApply(object)) => convert(object).map_or_else(WatchUpdate::Unreadable, WatchUpdate::Listed),
