@@ -28,7 +28,7 @@
 //!   `healthCheckNodePort`, opened and closed as syncs change them.
 //! - [`kubeapi`]: API mode: connecting to the apiserver, listing and
 //!   watching Services, EndpointSlices and the Node with kube-rs (feature
-//!   `api`, on by default), and the conversion of their objects into the
+//!   `api`, on by default), and the decoding of their objects into the
 //!   core's types (always).
 //! - [`kernel`]: the Linux side: IPVS generic-netlink socket, `kube-ipvs0`
 //!   over rtnetlink, sysctls, and [`kernel::LinuxDataplane`].

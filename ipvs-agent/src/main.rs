@@ -3,6 +3,7 @@
 //! dataplane is made in one place, [`connect_dataplane`].
 
 use clap::Parser;
+use futures_util::stream::BoxStream;
 use futures_util::{FutureExt, StreamExt};
 use ipvs_agent::agent::{load_plan_state, log_outcome, Agent, AgentSettings};
 use ipvs_agent::api_agent::{ApiAgent, ApiSettings};
@@ -14,6 +15,7 @@ use ipvs_agent::dataplane::DataplaneError;
 use ipvs_agent::http::{self, Endpoints, Paths};
 use ipvs_agent::kernel::nft::NftApplier;
 use ipvs_agent::kernel::{apply_sysctls, IpvsSocket, LinuxDataplane};
+use ipvs_agent::kubeapi::watch::WatchUpdate;
 use ipvs_agent::kubeapi::{self, ApiSource};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::netlink::Timeouts;
@@ -268,10 +270,16 @@ async fn plan_from_api(args: &PlanArgs, source: &ApiSource) -> Result<ExitCode, 
 async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let common = &args.common;
     let metrics = Arc::new(Metrics::new(args.sync_period.saturating_mul(2)));
-    let mut nftables = nftables_sync(&args, metrics.clone())?;
     if let Some(source) = common.api_source() {
-        return run_api(&args, &source, nftables, metrics).await;
+        // The watch streams start before anything else: their connections,
+        // and the read of `default/kubernetes` on its own, go on in their
+        // tasks while the kernel is set up.
+        let client = kubeapi::connect(&source).await.map_err(|e| failure(e, API))?;
+        let updates = kubeapi::watch::watch(client, &node_flags(common).name);
+        let nftables = nftables_sync(&args, metrics.clone())?;
+        return run_api(&args, updates, nftables, metrics).await;
     }
+    let mut nftables = nftables_sync(&args, metrics.clone())?;
     let cluster = load_cluster(common, true)?;
     let plan_state = load_plan_state(&cluster);
     // The state file is written only when allocations change, so drain
@@ -394,17 +402,12 @@ fn cleanup_nftables() -> bool {
 /// Ctrl-C (or, with `--once`, until the first complete sync).
 async fn run_api(
     args: &RunArgs,
-    source: &ApiSource,
+    mut updates: BoxStream<'static, WatchUpdate>,
     mut nftables: NftablesSync,
     metrics: Arc<Metrics>,
 ) -> Result<ExitCode, Failure> {
     let common = &args.common;
-    let client = kubeapi::connect(source).await.map_err(|e| failure(e, API))?;
     let flags = node_flags(common);
-    // The watch streams start first: their connections, and the read of
-    // `default/kubernetes` on its own, go on in their tasks while the
-    // kernel is set up below.
-    let mut updates = kubeapi::watch::watch(client, &flags.name);
     let plan_state_file = common.state_file.as_deref().map(state::plan_state_path);
     let plan_state = match plan_state_file.as_deref().map(state::load_plan_state) {
         Some(Ok(Some(saved))) => saved,

@@ -3,7 +3,8 @@
 //! errors) runs with a kubeconfig holding a bearer token and a client
 //! certificate and key, against an apiserver that is not there
 //! (https://127.0.0.1:1) and one that refuses the credentials (401, over
-//! plain HTTP so the request is really sent). Every log line of every crate
+//! plain HTTP so the request is really sent); the token also comes from an
+//! exec credential plugin, well formed or not. Every log line of every crate
 //! (kube, hyper, rustls, the agent) is captured at TRACE, with span events,
 //! as text and as JSON, together with the errors' messages (what `main`
 //! prints); neither the token nor any 16-character piece of the key may
@@ -126,6 +127,20 @@ fn user(token: &str, key_pem: &str) -> String {
         "{{token: \"{token}\", client-certificate-data: {cert}, client-key-data: {key}}}",
         cert = base64(CERT_PEM.as_bytes()),
         key = base64(key_pem.as_bytes()),
+    )
+}
+
+/// A kubeconfig user whose credential comes from an exec plugin (as for
+/// EKS, GKE or OIDC login helpers): the shell script `script`, written to
+/// `dir/name`.
+fn exec_user(dir: &Path, name: &str, script: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!(
+        "{{exec: {{apiVersion: client.authentication.k8s.io/v1, command: \"{}\", interactiveMode: Never}}}}",
+        path.display()
     )
 }
 
@@ -274,6 +289,32 @@ async fn no_token_or_key_is_logged_at_any_level() {
         // mapping belongs: the YAML parser's messages quote both.
         (absent, user(&format!("{TOKEN}\u{1}"), KEY_PEM)),
         (absent, format!("\"{TOKEN}\"")),
+        // The token from an exec plugin, sent to an apiserver that refuses
+        // it; a plugin whose output is not an ExecCredential but holds the
+        // token, and one that prints it on stderr and fails: kube-rs
+        // quotes both outputs in its errors.
+        (
+            &refusing,
+            exec_user(
+                dir.path(),
+                "good-plugin",
+                &format!(
+                    r#"echo '{{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {{"token": "{TOKEN}"}}}}'"#
+                ),
+            ),
+        ),
+        (
+            absent,
+            exec_user(dir.path(), "bad-output", &format!("echo 'token={TOKEN} is not JSON'")),
+        ),
+        (
+            absent,
+            exec_user(
+                dir.path(),
+                "failing",
+                &format!("echo '{TOKEN}'; echo '{TOKEN}' >&2; exit 3"),
+            ),
+        ),
     ];
     for (server, user) in &cases {
         let path = kubeconfig(dir.path(), server, user);
@@ -289,6 +330,16 @@ async fn no_token_or_key_is_logged_at_any_level() {
         "the agent's warning is captured:\n{text}"
     );
     assert!(printed.contains("401") || printed.contains("Unauthorized"), "{printed}");
+    // The exec plugin ran: its token was sent (the 401 of the refusing
+    // apiserver, above, comes for it too) and its failures are told.
+    assert!(
+        printed.contains("exec credential plugin printed no ExecCredential"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("exec credential plugin failed (exit status: 3)"),
+        "{printed}"
+    );
     for secret in secrets(KEY_PEM).iter().chain(&secrets(&not_a_key)) {
         for (what, out) in [("text log", &text), ("JSON log", &json), ("error messages", &printed)] {
             if let Some(at) = out.find(secret.as_str()) {
