@@ -4,53 +4,17 @@
 //! from the same callsites on other threads.
 
 mod common;
+mod table;
 
 use common::LogCapture;
-use ipvs_agent::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use ipvs_agent::metrics::Metrics;
 use ipvs_agent::sync::{SyncLoop, SyncSettings};
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
-use svcnet_core::proxy::{
-    apply_operation, IpvsTable, NodeInfo, Operation, ProxyConfig, VirtualServer, VirtualServerKey,
-};
+use svcnet_core::proxy::{NodeInfo, ProxyConfig};
 use svcnet_core::time::Time;
-
-/// The kernel's table simulated by the core's `apply_operation`.
-#[derive(Default)]
-struct TableDataplane(IpvsTable);
-
-impl Dataplane for TableDataplane {
-    async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
-        Ok(self.0.clone())
-    }
-
-    async fn observe_virtual_servers(
-        &mut self,
-        keys: &BTreeSet<VirtualServerKey>,
-    ) -> Result<BTreeMap<VirtualServerKey, VirtualServer>, DataplaneError> {
-        Ok((keys.iter())
-            .filter_map(|key| Some((*key, self.0.virtual_servers.get(key)?.clone())))
-            .collect())
-    }
-
-    async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
-        let mut report = ApplyReport::default();
-        for op in operations {
-            match apply_operation(&mut self.0, op) {
-                Ok(()) => report.applied += 1,
-                Err(e) => report.failed.push((op.clone(), DataplaneError::Address(e.to_string()))),
-            }
-        }
-        report
-    }
-
-    async fn clean_udp_conntrack(&mut self, _frontends: &svcnet_core::proxy::UdpFrontends) -> ConntrackReport {
-        ConntrackReport::default()
-    }
-}
+use table::TableDataplane;
 
 #[tokio::test]
 async fn each_sync_logs_one_sync_complete_line_with_its_counts() {
