@@ -23,7 +23,11 @@
 //!         sending a line every INTERVAL_MS and reading it back (within 5 s),
 //!         until STOP_FILE exists; then one line per connection, "held
 //!         TARGET NAME PINGS" or "broken TARGET after PINGS: WHY", and
-//!         "hold: N held, M broken". Exits 1 if any connection broke.
+//!         "hold: N held, M broken". Exits 1 if any connection broke. The
+//!         connections are made from source ports 61000 and up, outside
+//!         Linux's ephemeral range (32768-60999): see HOLD_PORT_BASE. A
+//!         break is also told on stderr when it happens: "MS ms: broken
+//!         TARGET after PINGS: WHY" (MS since the Unix epoch).
 //!     traffic loop count=N|until=STOP_FILE INTERVAL_MS TIMEOUT_MS TARGET...
 //!         new TCP connections to the TARGETs in turn, one every
 //!         INTERVAL_MS, each reading the backend's line within TIMEOUT_MS:
@@ -37,7 +41,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, ErrorKind, Write};
-use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -50,6 +54,12 @@ const USAGE: &str = "usage: traffic serve NAME PORT... | probe tcp|udp ADDRESS P
 
 /// How long a held connection's echo may take before it counts as broken.
 const ECHO_TIMEOUT: Duration = Duration::from_secs(5);
+/// The source port of `hold`'s first connection. Through IPVS NAT, two
+/// connections from one client port to two ClusterIPs that share a backend
+/// are one connection at the backend, and the older one breaks (the
+/// kernel's doing, with kube-proxy as with svcnet). `loop`'s connections
+/// take ephemeral ports, so the held ones stay out of that range.
+const HOLD_PORT_BASE: u16 = 61000;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -329,17 +339,29 @@ struct Held {
 
 /// One connection's life in `hold`: connect, read the greeting, then a
 /// line every `interval` read back, until `stop` exists or it breaks.
-fn hold_one(target: SocketAddr, stop: &Path, interval: Duration) -> Held {
+fn hold_one(
+    target: SocketAddr,
+    bound: std::io::Result<(socket2::Socket, u16)>,
+    stop: &Path,
+    interval: Duration,
+) -> Held {
     let mut held = Held {
         target,
         backend: String::new(),
         pings: 0,
         broken: None,
     };
-    let connection = match TcpStream::connect_timeout(&target, ECHO_TIMEOUT) {
-        Ok(c) => c,
+    let (socket, source_port) = match bound {
+        Ok(bound) => bound,
         Err(e) => {
-            held.broken = Some(format!("connect: {}", outcome(&e)));
+            held.broken = Some(format!("no free source port from {HOLD_PORT_BASE}: {e}"));
+            return held;
+        }
+    };
+    let connection: TcpStream = match socket.connect_timeout(&target.into(), ECHO_TIMEOUT) {
+        Ok(()) => socket.into(),
+        Err(e) => {
+            held.broken = Some(format!("connect from port {source_port}: {}", outcome(&e)));
             return held;
         }
     };
@@ -386,13 +408,44 @@ fn hold_one(target: SocketAddr, stop: &Path, interval: Duration) -> Held {
     held
 }
 
+/// A TCP socket for `target`, bound to the first free source port from
+/// `*next` on (one still in TIME_WAIT from an earlier run is not free).
+fn bind_held(next: &mut u16, target: SocketAddr) -> std::io::Result<(socket2::Socket, u16)> {
+    use socket2::{Domain, Socket, Type};
+    let any: IpAddr = match target {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    loop {
+        let port = *next;
+        *next = next
+            .checked_add(1)
+            .ok_or_else(|| std::io::Error::from(ErrorKind::AddrInUse))?;
+        let socket = Socket::new(Domain::for_address(target), Type::STREAM, None)?;
+        match socket.bind(&SocketAddr::new(any, port).into()) {
+            Ok(()) => return Ok((socket, port)),
+            Err(e) if e.kind() == ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// `hold`: every target's connection at once; true when none broke.
 fn hold(stop: &Path, interval: Duration, targets: &[SocketAddr]) -> bool {
+    let mut next_port = HOLD_PORT_BASE;
     let handles: Vec<_> = targets
         .iter()
         .map(|&target| {
             let stop = stop.to_path_buf();
-            thread::spawn(move || hold_one(target, &stop, interval))
+            let bound = bind_held(&mut next_port, target);
+            thread::spawn(move || {
+                let one = hold_one(target, bound, &stop, interval);
+                if let Some(why) = &one.broken {
+                    // The moment, to find in the agent's log (its times are UTC).
+                    eprintln!("{} ms: broken {target} after {}: {why}", now_ms(), one.pings);
+                }
+                one
+            })
         })
         .collect();
     let (mut held, mut broken) = (0, 0);

@@ -21,7 +21,10 @@
 # `faults: N passed, M failed in all`.
 #
 # Environment: SVCNET_FAULTS_SERVICES (5000), SVCNET_FAULTS_OUTAGE (60 s),
-# VM_TIMEOUT (1800 s), VM_MEM (2048 MiB), VM_SMP (2).
+# SVCNET_FAULTS_ONLY (manifest mode's faults to run, as NAME,NAME: all
+# by default), VM_TIMEOUT (1800 s), VM_MEM (2048 MiB), VM_SMP (2).
+# A fault that breaks a held connection sends the agent's log out of the
+# VM, to target/vm/out/faults/<fault>-agent.log.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -92,7 +95,7 @@ if [[ $which != api ]]; then
     stable_manifests default >"$work/faults/stable.yaml"
     say "manifest mode: $services Services + 4 stable ones; booting the VM"
     VM_MEM="${VM_MEM:-2048}" VM_SMP="${VM_SMP:-2}" VM_TIMEOUT="${VM_TIMEOUT:-1800}" \
-        VM_APPEND="SVCNET_FAULTS_SERVICES=$services" \
+        VM_APPEND="SVCNET_FAULTS_SERVICES=$services${SVCNET_FAULTS_ONLY:+ SVCNET_FAULTS_ONLY=$SVCNET_FAULTS_ONLY}" \
         "$here/run.sh" "$here/guest/faults.sh" "${TOOLS[@]}" "$work/faults:/data/faults" || vm_status
     log_manifests="$repo/target/vm/logs/faults.log"
 fi

@@ -39,7 +39,12 @@ RUN_FLAGS=(--min-sync-period 1s --sync-period 10s --nftables=false
 
 api_reachable() { timeout 3 socat -u /dev/null "TCP:10.0.2.2:$PORT" 2>/dev/null; }
 api_unreachable() { ! api_reachable; }
-fresh_listed() { agent plan "${COMMON[@]}" --format dns | grep -q '^fresh-9\.bench\.'; }
+# (Not `plan | grep -q`: grep leaves at the first match, plan dies of
+# SIGPIPE writing the rest, and under pipefail the pipeline fails.)
+fresh_listed() {
+    local dns
+    dns="$(timeout 180 ipvs-agent plan "${COMMON[@]}" --format dns)" && grep -q '^fresh-9\.bench\.' <<<"$dns"
+}
 # The kubernetes Service, the 4 stable ones and the others, all programmed.
 complete() { (($(virtual_servers) >= SERVICES + 5)); }
 

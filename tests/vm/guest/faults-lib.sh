@@ -10,6 +10,10 @@ HOLD_INTERVAL_MS=500
 TARGETS=()
 
 agent() { NO_COLOR=1 ipvs-agent "$@"; }
+# log_has PATTERN: whether the agent's log ($LOG) has a matching line. grep
+# reads it all (-c), so the writer never dies of SIGPIPE, which pipefail
+# would take for a miss.
+log_has() { vm_agent_log "$LOG" | grep -c -- "$1" >/dev/null; }
 agent_pid() { cat "$VM_STATE/agent.pid"; }
 
 # pods_and_client: backend pods b1..b4 (10.245.0.1-4, `traffic serve` on
@@ -43,7 +47,14 @@ stable_targets() {
 # --- the table against the plan ------------------------------------------------
 
 save_sorted() { ipvsadm-save -n | sort; }
-plan_sorted() { agent plan "${COMMON[@]}" --format ipvsadm-save | sort; }
+# plan_sorted: what `plan` prints, sorted; a plan that takes more than
+# 180 s is stopped and said (in API mode it lists the apiserver).
+plan_sorted() {
+    local status=0
+    timeout 180 ipvs-agent plan "${COMMON[@]}" --format ipvsadm-save >"$F/plan.out" 2>"$F/plan.err" || status=$?
+    ((status != 124)) || vm_info "plan: no answer within 180 s ($(tail -n 1 "$F/plan.err"))"
+    sort "$F/plan.out"
+}
 table_is_plan() { [[ "$(save_sorted)" == "$(plan_sorted)" ]]; }
 virtual_servers() { grep -c '^TCP\|^UDP' /proc/net/ip_vs || true; }
 
@@ -85,6 +96,12 @@ traffic_end() {
     after="$(sed -n 's/^loop: \([0-9]*\) ok, \([0-9]*\) failed$/\2/p' "$F/$name.after")"
     vm_info "$name: held connections ${held:-?} kept, ${broken:-?} broken; new connections during the fault: ${during:-?}; after recovery: $((100 - ${after:-100})) ok, ${after:-?} failed"
     vm_check_eq "$name-held-connections-unbroken" "0 of ${#TARGETS[@]}" "${broken:-?} of $((${held:-0} + ${broken:-0}))" || true
+    # A break is found in the agent's log by its time (the hold's stderr
+    # line): run.sh writes it to target/vm/out/<test>/<name>-agent.log.
+    if [[ ${broken:-1} != 0 && -n ${LOG:-} ]]; then
+        vm_agent_log "$LOG" | tail -n 3000 >"$F/$name-agent.log"
+        vm_export "$name-agent.log" "$F/$name-agent.log"
+    fi
     vm_check_eq "$name-new-connections-after-recovery-fail-0" 0 "${after:-?}" || true
 }
 
