@@ -8,8 +8,8 @@
 # For each tool (tests/vm/guest/bench-kube-proxy.sh says how each is
 # measured): start to the default/kubernetes virtual server; start to the
 # complete table; one sync with nothing changed; network programming latency
-# p50 and p99 over SVCNET_BENCH_UPDATES (default 200) EndpointSlice updates
-# made one at a time; CPU seconds and maximum RSS. Writes
+# p50 and p99 over SVCNET_BENCH_UPDATES (default 200) EndpointSlice updates,
+# one PATCH a second, each timed on its own; CPU seconds and maximum RSS. Writes
 # benchmarks/kube-proxy.md and benchmarks/kube-proxy.json, with the ratios of
 # each run (both tools measured in the same VM, one after the other).
 #

@@ -9,9 +9,10 @@
 #   - one periodic sync with nothing changed (kubeproxy_sync_proxy_rules_
 #     duration_seconds, which both serve under that name: the growth of its
 #     sum over the growth of its count);
-#   - network programming latency of UPDATES EndpointSlice updates made one
-#     at a time: from just before the PATCH is sent (plain HTTP through
-#     `kubectl proxy` on the host) until `ipvsadm` shows the new real server;
+#   - network programming latency of UPDATES EndpointSlice updates, one
+#     PATCH a second (plain HTTP through `kubectl proxy` on the host), each
+#     timed from just before its PATCH until `ipvsadm` shows its new real
+#     server (updates_timed);
 #   - CPU seconds (user + system) and maximum RSS of the process;
 #   - the rules beside IPVS: kube-proxy's ipsets and iptables rules for the
 #     complete table, saved and restored from empty into a fresh namespace
@@ -23,7 +24,8 @@
 #
 # Environment (run.sh's VM_APPEND): SVCNET_API_PORT, SVCNET_PROXY_PORT (the
 # host's `kubectl proxy`), SVCNET_BENCH_N, SVCNET_BENCH_UPDATES,
-# SVCNET_BENCH_TOOLS ("kube-proxy,svcnet" unless set: which tools to run).
+# SVCNET_BENCH_TOOLS ("kube-proxy,svcnet" unless set: which tools to run),
+# SVCNET_BENCH_UPDATE_INTERVAL_MS (1000).
 # Each tool's log goes out too (vm_export TOOL-N.log).
 # Files: /data/kubeconfig, /data/bench-vips (service name and ClusterIP per
 # line, the Services the updates change).
@@ -41,6 +43,8 @@ FULL_TIMEOUT="${SVCNET_BENCH_FULL_TIMEOUT:-3000}"
 RULES_TIMEOUT="${SVCNET_BENCH_RULES_TIMEOUT:-900}"
 # How long one update may take to reach the kernel before it counts as missed.
 UPDATE_TIMEOUT=60
+# One EndpointSlice update every this many ms.
+UPDATE_INTERVAL_MS="${SVCNET_BENCH_UPDATE_INTERVAL_MS:-1000}"
 
 vm_kube_prepare "$API_PORT" || vm_finish
 
@@ -152,6 +156,63 @@ patch_slice() {
     head -n 1 /run/patch.out | grep -q ' 200 '
 }
 
+# uptime_ms: the VM's uptime in ms, without starting a process (the
+# probes below run every 20 ms beside the tool under test).
+uptime_ms() {
+    local up
+    read -r up _ </proc/uptime
+    echo $((10#${up/./} * 10))
+}
+
+# updates_timed TOOL NS OCTET: the network programming latency of UPDATES
+# EndpointSlice updates, one PATCH every UPDATE_INTERVAL_MS: each is timed
+# on its own, from just before its PATCH until `ipvsadm -Ln -t VIP` in NS
+# shows its new real server (10.OCTET.x.y), checked every 20 ms for every
+# update not yet seen. Updates keep coming at that pace whether or not the
+# earlier ones are in, as changes reach a proxy in a cluster. Seconds go to
+# /run/TOOL.latencies, one per line; sets j (PATCHes sent) and missed
+# (not seen within UPDATE_TIMEOUT s).
+updates_timed() {
+    local tool="$1" ns="$2" octet="$3" svc vip ip k t next
+    local -a lines=() sent=() vips=() ips=() pending=() still=()
+    mapfile -t lines < <(head -n "$UPDATES" /data/bench-vips)
+    : >"/run/$tool.latencies"
+    j=0 missed=0
+    next="$(uptime_ms)"
+    while ((j < ${#lines[@]} || ${#pending[@]} > 0)); do
+        t="$(uptime_ms)"
+        if ((j < ${#lines[@]} && t >= next)); then
+            read -r svc vip <<<"${lines[j]}"
+            j=$((j + 1))
+            next=$((next + UPDATE_INTERVAL_MS))
+            ip="10.$octet.$((j / 256)).$((j % 256))"
+            if patch_slice "$svc" "$ip"; then
+                sent[j]=$t vips[j]=$vip ips[j]=$ip
+                pending+=("$j")
+            else
+                vm_fail "$tool: update $svc" "the PATCH got: $(head -n 1 /run/patch.out | tr -d '\r')" || true
+            fi
+        fi
+        still=()
+        for k in "${pending[@]}"; do
+            if ip netns exec "$ns" ipvsadm -Ln -t "${vips[k]}:80" 2>/dev/null | grep -q " ${ips[k]}:8080 "; then
+                t="$(uptime_ms)"
+                awk -v ms=$((t - sent[k])) 'BEGIN { printf "%.2f\n", ms / 1000 }' >>"/run/$tool.latencies"
+                ((k % 20 == 0)) && vm_info "$tool: update $k of $UPDATES in the kernel $(tail -n 1 "/run/$tool.latencies") s after its PATCH"
+            elif (($(uptime_ms) - sent[k] > UPDATE_TIMEOUT * 1000)); then
+                missed=$((missed + 1))
+            else
+                still+=("$k")
+            fi
+        done
+        pending=("${still[@]}")
+        sleep 0.02
+    done
+    if ((missed)); then
+        vm_fail "$tool: every update programmed" "$missed updates not seen in the kernel within ${UPDATE_TIMEOUT} s" || true
+    fi
+}
+
 # phase TOOL SECOND-OCTET METRICS-PORT CMD...: one tool from start to stop;
 # appends its JSON object to /run/bench.json.
 phase() {
@@ -235,33 +296,7 @@ phase() {
         "no sync counted in 150 s (${count0:+the count stayed at $count0}${count0:-its /metrics never answered})" || true
 
     # Network programming latency.
-    : >"/run/$tool.latencies"
-    local svc vip ip t0 t1 j=0 seen missed=0
-    while read -r svc vip; do
-        j=$((j + 1))
-        ip="10.$octet.$((j / 256)).$((j % 256))"
-        t0="$(now)"
-        patch_slice "$svc" "$ip" || { vm_fail "$tool: update $svc" "the PATCH got: $(head -n 1 /run/patch.out | tr -d '\r')" || true; continue; }
-        seen=0
-        deadline=$((SECONDS + UPDATE_TIMEOUT))
-        while ((SECONDS < deadline)); do
-            if ip netns exec "$ns" ipvsadm -Ln -t "$vip:80" 2>/dev/null | grep -q " $ip:8080 "; then
-                seen=1
-                break
-            fi
-            sleep 0.02
-        done
-        t1="$(now)"
-        if ((seen)); then
-            echo "$(elapsed "$t0" "$t1")" >>"/run/$tool.latencies"
-        else
-            missed=$((missed + 1))
-        fi
-        ((j % 20 == 0)) && vm_info "$tool: $j of $UPDATES updates, the last in $(elapsed "$t0" "$t1") s"
-    done < <(head -n "$UPDATES" /data/bench-vips)
-    if ((missed)); then
-        vm_fail "$tool: every update programmed" "$missed updates not seen in the kernel within ${UPDATE_TIMEOUT} s" || true
-    fi
+    updates_timed "$tool" "$ns" "$octet"
     local p50 p99
     read -r p50 p99 < <(sort -n "/run/$tool.latencies" | awk '{ v[NR] = $1 } END {
         i50 = int(NR * 0.50 + 0.999); i99 = int(NR * 0.99 + 0.999); print v[i50], v[i99] }')
