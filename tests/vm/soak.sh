@@ -24,7 +24,7 @@
 #   SOAK_WARMUP_S       churn seconds left out of the slopes (60)
 #   SOAK_SAMPLE_S       RSS and fd sampling period, s (10)
 #   SOAK_LOOP_MS        one new client connection every this many ms (100)
-#   SOAK_RSS_SLOPE_MAX  KiB/min (40)
+#   SOAK_RSS_SLOPE_MAX  KiB/min (128), beyond twice the slope's standard error
 #   SOAK_FD_SLOPE_MAX   fds/min (0.1)
 #   VM_SMP (2), VM_MEM (2048), VM_TIMEOUT (SOAK_SECONDS + 900) and the rest
 #   of run.sh's.
@@ -159,7 +159,7 @@ For $SOAK_SECONDS s, at once:
 | failed new connections to the stable Services | **$LOOP_FAILED** of $(($(count "$LOOP_OK") + $(count "$LOOP_FAILED"))) | 0 |
 | held connections broken | **$BROKEN** of $(($(count "$HELD") + $(count "$BROKEN"))) | 0 |
 | churn rate, measured | **$RATE_MEASURED /s** | at least 95 % of $SOAK_RATE |
-| RSS slope after the first $WARMUP_S s (least squares, ± its standard error) | **$RSS_SLOPE ± $RSS_SLOPE_SE KiB/min** | at most $RSS_SLOPE_MAX KiB/min |
+| RSS slope after the first $WARMUP_S s (least squares, ± its standard error) | **$RSS_SLOPE ± $RSS_SLOPE_SE KiB/min** | at most $RSS_SLOPE_MAX KiB/min beyond twice its standard error |
 | VmHWM (peak RSS) after warm-up: first, last; slope | $HWM_WARM, $HWM_LAST KiB; $HWM_SLOPE KiB/min | |
 | open fds slope after the first $WARMUP_S s | **$FD_SLOPE ± $FD_SLOPE_SE fds/min** | at most $FD_SLOPE_MAX fds/min, and the last sample at most 2 above the first after warm-up |
 | RSS: first sample, last, highest, VmHWM | $RSS_FIRST, $RSS_LAST, $RSS_MAX, $VMHWM KiB | |
@@ -174,8 +174,9 @@ For $SOAK_SECONDS s, at once:
 A refused manifest poll is one where a file the agent listed in the
 directory was gone before it read it (the churn deletes about one file in
 ten changes): the agent then logs \`manifests not applied\`, keeps the
-previous state and tries again at the next poll, a second later. It is
-reported, not checked: the agent should take such a file as deleted.
+previous state and tries again at the next poll, a second later. Since
+the agent takes a file gone between the listing and the read as deleted,
+none should be refused; it is reported, not checked.
 
 The p99s from /metrics are Prometheus' \`histogram_quantile\` (linear
 within a bucket) over kube-proxy's buckets (1 ms doubling to 16 s), so
@@ -207,12 +208,19 @@ $(sed 's/^/    /' <<<"$checks")
   some MiB within each sync (it reads every manifest file on each poll,
   decodes the changed ones and plans), a 10 s sample falls anywhere in
   that swing, and over the minutes after warm-up that leaves the slope a
-  standard error of $RSS_SLOPE_SE KiB/min in this run. VmHWM, which
-  only rises, shows the same from another side.
+  standard error of $RSS_SLOPE_SE KiB/min in this run, so the check fails
+  only when the slope is above the bound by more than twice that. VmHWM,
+  which only rises, shows the same from another side. What RSS cannot
+  resolve, the bytes the agent holds, is checked exactly outside the VM:
+  \`ipvs-agent/tests/heap_under_churn.rs\` (in \`make test\`) counts the
+  live bytes of the agent's standalone mode while 4,000 Services come and
+  go, never a name twice, 200 alive at any time, and holds the end to the
+  start within 2 %.
 - **fds at most $FD_SLOPE_MAX a minute, and no more than 2 above the first
   sample after warm-up at the end**: one fd kept per sync (one a second) is
-  60 a minute; the 2 allow for a manifest file or directory open at the
-  moment of a sample.
+  60 a minute. Each sample counts the fds five times 50 ms apart and keeps
+  the fewest, so a manifest file open for a moment is not counted; the 2
+  allow for one open across all five.
 
 ### Samples, one a minute (seconds since the churn began)
 

@@ -32,7 +32,9 @@
 # Bounds (checked): the churn rate at least 95 % of SOAK_RATE, measured; fd
 # slope at most SOAK_FD_SLOPE_MAX (0.1 fd/min) and the last sample no more
 # than 2 above the first after warm-up; RSS slope at most SOAK_RSS_SLOPE_MAX
-# (128 KiB/min; see tests/vm/soak.sh's report for why).
+# (128 KiB/min; see tests/vm/soak.sh's report for why) beyond twice its
+# standard error (RSS moves by megabytes between samples; the agent's live
+# bytes under churn are checked exactly by ipvs-agent/tests/heap_under_churn.rs).
 # shellcheck disable=SC2317,SC2153 # scenario functions are called through vm_scenario; facts files set variables
 # shellcheck source=tests/vm/lib.sh
 VM_NODE_IP4=192.168.0.10
@@ -125,11 +127,19 @@ setup() {
 }
 
 # sample PID T0: one line "SECONDS_SINCE_T0 RSS_KIB FDS VMHWM_KIB" to samples.tsv.
+# FDS is the fewest of five counts 50 ms apart: the agent opens each
+# manifest file for a moment on every poll, and one caught open at the
+# instant of a single count is not a leak (a leaked fd is in all five).
 sample() {
-    local pid="$1" t0="$2" rss hwm fds
+    local pid="$1" t0="$2" rss hwm fds n
     rss="$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)" || return 1
     hwm="$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)" || return 1
     fds="$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)"
+    for _ in 2 3 4 5; do
+        sleep 0.05
+        n="$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)"
+        if ((n < fds)); then fds="$n"; fi
+    done
     [[ -n $rss ]] || return 1
     printf '%s\t%s\t%s\t%s\n' "$(awk -v a="$t0" -v b="$(vm_uptime)" 'BEGIN { printf "%.1f", b - a }')" "$rss" "$fds" "$hwm" >>"$S/samples.tsv"
 }
@@ -367,10 +377,13 @@ figures() {
     fact FD_LAST "$last_fd"
     fact FD_MAX "$(awk 'NR > 1 && $3 > m { m = $3 } END { print m }' "$S/samples.tsv")"
     fact VMHWM "$(awk '/^VmHWM:/ { print $2 }' "/proc/$AGENT_PID/status")"
-    if [[ $rss_slope != null ]] && awk -v s="$rss_slope" -v m="$RSS_SLOPE_MAX" 'BEGIN { exit !(s <= m) }'; then
-        vm_pass rss-flat "slope $rss_slope +- $rss_se KiB/min after ${from} s (at most $RSS_SLOPE_MAX)"
+    # RSS moves by megabytes from one sample to the next (the allocator
+    # keeps and returns pages as it likes), so the slope fails only when it
+    # is above the bound by more than twice its standard error.
+    if [[ $rss_slope != null ]] && awk -v s="$rss_slope" -v e="$rss_se" -v m="$RSS_SLOPE_MAX" 'BEGIN { exit !(s - 2 * e <= m) }'; then
+        vm_pass rss-flat "slope $rss_slope +- $rss_se KiB/min after ${from} s (at most $RSS_SLOPE_MAX beyond twice its error)"
     else
-        vm_fail rss-flat "slope $rss_slope +- $rss_se KiB/min after ${from} s (at most $RSS_SLOPE_MAX)" || true
+        vm_fail rss-flat "slope $rss_slope +- $rss_se KiB/min after ${from} s (at most $RSS_SLOPE_MAX beyond twice its error)" || true
     fi
     if [[ $fd_slope != null ]] && awk -v s="$fd_slope" -v m="$FD_SLOPE_MAX" -v a="$first_fd" -v b="$last_fd" \
         'BEGIN { exit !(s <= m && b <= a + 2) }'; then
