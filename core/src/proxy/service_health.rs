@@ -11,8 +11,8 @@
 //! This module says which ports to listen on and what to answer; the agent
 //! listens.
 
-use super::desired::slices_by_service;
 use super::node::NodeInfo;
+use crate::api::endpoint_slice::SERVICE_NAME_LABEL;
 use crate::api::{EndpointSlice, Service};
 use crate::collections::{SortedMap, SortedSet};
 
@@ -63,37 +63,58 @@ impl ServiceHealthCheck {
 /// one (LoadBalancer, `externalTrafficPolicy: Local`, a
 /// `healthCheckNodePort` allocated). Two Services claiming one port (the
 /// apiserver allocates them apart) leave it to the first by
-/// `namespace/name`.
+/// `namespace/name`; a Service given twice counts once, its last copy.
+///
+/// The agent asks after every sync, so the work follows the Services that
+/// need a check (few in most clusters), not the cluster: the others and
+/// their slices are passed over without building a key.
 pub fn service_health_checks<'s, 'e>(
     services: impl IntoIterator<Item = &'s Service>,
     slices: impl IntoIterator<Item = &'e EndpointSlice>,
     node: &NodeInfo,
 ) -> SortedMap<u16, ServiceHealthCheck> {
-    let groups = slices_by_service(slices);
-    let by_key: SortedMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
-    let mut checks = SortedMap::new();
-    for (key, svc) in by_key {
+    let last_copies: SortedMap<(&str, &str), &Service> = crate::sort::map_from(
+        services
+            .into_iter()
+            .map(|svc| ((svc.metadata.namespace_or_default(), svc.metadata.name.as_str()), svc)),
+    );
+    let mut wanted: SortedMap<(&str, &str), (u16, SortedSet<&str>)> = SortedMap::new();
+    for (key, svc) in last_copies {
         let port = svc.spec.health_check_node_port.and_then(|p| u16::try_from(p).ok());
-        let Some(port) = port.filter(|p| *p != 0 && svc.needs_health_check_node_port()) else {
+        if let Some(port) = port.filter(|p| *p != 0 && svc.needs_health_check_node_port()) {
+            wanted.insert(key, (port, SortedSet::new()));
+        }
+    }
+    if wanted.is_empty() {
+        return SortedMap::new();
+    }
+    for slice in slices {
+        let Some(service) = slice.metadata.labels.get(SERVICE_NAME_LABEL) else {
             continue;
         };
-        if checks.contains_key(&port) {
+        let Some((_, local)) = wanted.get_mut(&(slice.metadata.namespace_or_default(), service.as_str())) else {
             continue;
-        }
-        let local: SortedSet<&str> = (groups.get(&key).into_iter().flatten())
-            .flat_map(|slice| &slice.endpoints)
-            .filter(|e| e.node_name.as_deref() == Some(node.name.as_str()) && e.conditions.is_ready())
-            .flat_map(|e| e.addresses.iter().map(String::as_str))
-            .collect();
-        checks.insert(
-            port,
-            ServiceHealthCheck {
-                namespace: svc.metadata.namespace_or_default().to_string(),
-                name: svc.metadata.name.clone(),
-                port,
-                local_endpoints: local.len(),
-            },
+        };
+        local.extend(
+            (slice.endpoints.iter())
+                .filter(|e| e.node_name.as_deref() == Some(node.name.as_str()) && e.conditions.is_ready())
+                .flat_map(|e| e.addresses.iter().map(String::as_str)),
         );
+    }
+    // The first by `namespace/name` (as text) keeps a port two claim.
+    let by_key: SortedMap<String, _> = crate::sort::map_from(
+        wanted
+            .into_iter()
+            .map(|((ns, name), found)| (format!("{ns}/{name}"), (ns, name, found))),
+    );
+    let mut checks = SortedMap::new();
+    for (namespace, name, (port, local)) in by_key.into_values() {
+        checks.entry(port).or_insert_with(|| ServiceHealthCheck {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            port,
+            local_endpoints: local.len(),
+        });
     }
     checks
 }
@@ -163,6 +184,25 @@ endpoints:
         assert_eq!(check.local_endpoints, 1);
         let none = service_health_checks(&services, &slices, &node("node-c"));
         assert_eq!(none[&32000].local_endpoints, 0);
+    }
+
+    #[test]
+    fn a_port_two_claim_goes_to_the_first_by_namespace_slash_name_and_a_repeated_service_counts_its_last_copy() {
+        let lb = |namespace: &str, port: u16| {
+            format!(
+                "apiVersion: v1\nkind: Service\nmetadata: {{name: x, namespace: {namespace}}}\nspec:\n  type: LoadBalancer\n  \
+                 externalTrafficPolicy: Local\n  healthCheckNodePort: {port}\n  ports: [{{port: 80, nodePort: 30080}}]\n---\n"
+            )
+        };
+        // "a-b/x" sorts before "a/x" as text ('-' before '/'), though the
+        // namespace "a" sorts before "a-b".
+        let (services, slices) = objects(&(lb("a", 32000) + &lb("a-b", 32000)));
+        let checks = service_health_checks(&services, &slices, &node("node-a"));
+        assert_eq!(checks[&32000].namespace, "a-b");
+        // The second copy of a/x moved it to another port: only that one.
+        let (services, slices) = objects(&(lb("a", 32000) + &lb("a", 32001)));
+        let checks = service_health_checks(&services, &slices, &node("node-a"));
+        assert_eq!(checks.keys().copied().collect::<Vec<_>>(), [32001]);
     }
 
     #[test]
