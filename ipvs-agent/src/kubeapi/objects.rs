@@ -50,41 +50,30 @@ pub trait Kind: DeserializeOwned {
     fn type_meta(&mut self) -> (&mut String, &mut String);
 }
 
-impl Kind for svcnet_core::api::Service {
-    type Api = k8s_openapi::api::core::v1::Service;
+/// `impl Kind` for a core type whose `metadata`, `api_version` and `kind`
+/// are its fields of those names.
+macro_rules! kind {
+    ($core:ty, $api:ty) => {
+        impl Kind for $core {
+            type Api = $api;
 
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
+            fn metadata(&self) -> &ObjectMeta {
+                &self.metadata
+            }
 
-    fn type_meta(&mut self) -> (&mut String, &mut String) {
-        (&mut self.api_version, &mut self.kind)
-    }
+            fn type_meta(&mut self) -> (&mut String, &mut String) {
+                (&mut self.api_version, &mut self.kind)
+            }
+        }
+    };
 }
 
-impl Kind for svcnet_core::api::EndpointSlice {
-    type Api = k8s_openapi::api::discovery::v1::EndpointSlice;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn type_meta(&mut self) -> (&mut String, &mut String) {
-        (&mut self.api_version, &mut self.kind)
-    }
-}
-
-impl Kind for svcnet_core::api::Node {
-    type Api = k8s_openapi::api::core::v1::Node;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn type_meta(&mut self) -> (&mut String, &mut String) {
-        (&mut self.api_version, &mut self.kind)
-    }
-}
+kind!(svcnet_core::api::Service, k8s_openapi::api::core::v1::Service);
+kind!(
+    svcnet_core::api::EndpointSlice,
+    k8s_openapi::api::discovery::v1::EndpointSlice
+);
+kind!(svcnet_core::api::Node, k8s_openapi::api::core::v1::Node);
 
 /// An object as the apiserver sent it: the core's object, or why the core
 /// cannot read it.

@@ -27,7 +27,8 @@
 # churn's counts and measured rate, RSS and fd slopes (least squares, after
 # the first SOAK_WARMUP_S (60) s of churn), sync p99 (kube-proxy's histogram
 # kubeproxy_sync_proxy_rules_duration_seconds from /metrics, and exact from
-# the sync log lines), exported as results.env, soak.json, samples.tsv.
+# the sync log lines), exported as results.env, soak.json, samples.tsv,
+# with every sync's log line (syncs.log).
 #
 # Bounds (checked): the churn rate at least 95 % of SOAK_RATE, measured; fd
 # slope at most SOAK_FD_SLOPE_MAX (0.1 fd/min) and the last sample no more
@@ -418,6 +419,10 @@ report() {
     vm_export clients.txt "$S/clients.txt"
     vm_agent_log "$LOG" | grep -v 'sync complete' | tail -n 100 >"$S/agent-tail.log"
     vm_export agent-tail.log "$S/agent-tail.log"
+    # Every sync's log line (time, duration, operations), to set beside
+    # the RSS samples.
+    vm_agent_log "$LOG" | grep 'sync complete' >"$S/syncs.log" || true
+    vm_export syncs.log "$S/syncs.log"
 }
 
 : >"$S/facts"
