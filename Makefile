@@ -22,6 +22,16 @@ BENCH_RESULTS := benchmarks
 
 step = @printf '\n==> make %s\n' '$@'
 
+# One build per profile. Cargo unifies the features of dependencies over
+# the packages and targets a command selects: `-p ipvs-agent` alone, or
+# without its examples, turns a few off (either, rustix, syn), and
+# everything above those is compiled again. Every dev build below selects
+# the same as `cargo test --workspace` (make unit), and every release build
+# the agent's binaries and examples, as the VM scripts' builds do; a cold
+# make test compiled the dependencies twice in each profile before.
+DEV_BUILD := $(CARGO) build --workspace --bins --examples
+RELEASE_BUILD := $(CARGO) build --release -p ipvs-agent --bins --examples
+
 .PHONY: help deps fmt fmt-check clippy doc-check netlink-dedup unit wasm-check wasm-env tour faults faults-manifests faults-api \
 	wasm vectors wasm-vectors bench test demo
 
@@ -79,7 +89,7 @@ wasm: ## Build the wasm packages: target/wasm/web (browsers), target/wasm/node (
 
 vectors: ## Run tests/vectors/ natively; reports in target/vector-reports/native/
 	$(step)
-	$(CARGO) test -p svcnet-core --test vectors
+	$(CARGO) test --workspace --test vectors
 
 wasm-vectors: vectors wasm ## tests/vectors/ in the wasm build under Node, byte-identical to the native run; JS API tests
 	$(step)
@@ -100,7 +110,11 @@ bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests and watch
 		echo "No benchmark results written yet (expected in $(BENCH_RESULTS)/*.md)."; \
 	fi
 
-test: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff faults-manifests soak-short ## Everything CI runs: fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test k8s-conformance k8s-deploy-check fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent kube-proxy-diff traffic-diff faults-manifests soak-short
+# The Go build of Kubernetes (about 11 minutes of 2 cores, cold) starts
+# first, in the background at nice 19, and takes the CPU the Rust steps
+# leave idle; the steps that need Kubernetes come after the ones that do
+# not, and `make k8s` waits for what is left of it.
+test: k8s-background fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent k8s-conformance k8s-deploy-check kube-proxy-diff traffic-diff faults-manifests soak-short ## Everything CI runs: k8s-background fmt-check clippy doc-check netlink-dedup unit wasm-vectors browser-test fuzz-smoke vm-smoke vm-kernel vm-ipvsadm vm-nft vm-conntrack vm-agent k8s-conformance k8s-deploy-check kube-proxy-diff traffic-diff faults-manifests soak-short
 	@printf '\n==> make test: all steps passed\n'
 
 demo: demo-vm ## The demo: ipvs-agent programs examples/ into a real kernel under QEMU, with traffic and a pod draining, narrated
@@ -111,10 +125,16 @@ tour: ## The narrated tour of the core alone (no kernel): CIDRs, ClusterIPs, End
 
 # Real Kubernetes as the reference (scripts/k8s.sh, tests/k8s/): v1.37.2
 # built from the Go module proxy, cached by version outside the repo.
-.PHONY: k8s k8s-up k8s-down k8s-conformance k8s-deploy-check
-k8s: ## Build kube-apiserver, kube-controller-manager, kube-proxy, kubectl v1.37.2 and etcd (cached in ~/.cache/svcnet/k8s)
+.PHONY: k8s k8s-background k8s-up k8s-down k8s-conformance k8s-deploy-check
+k8s: ## Build kube-apiserver, kube-controller-manager, kube-proxy, kubectl v1.37.2 and etcd (cached in ~/.cache/svcnet/k8s); waits for a background build
 	$(step)
 	scripts/k8s.sh build
+
+# The build follows this make (its pid is the recipe shell's parent) and
+# stops if make ends first, for example on a failed step.
+k8s-background: ## Start make k8s's build in the background at nice 19 (make test's first step) and return; make k8s waits for it
+	$(step)
+	scripts/k8s.sh build-background $$PPID
 
 k8s-up: k8s ## Start a real control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager); prints KUBECONFIG=
 	scripts/k8s.sh up
@@ -124,11 +144,12 @@ k8s-down: ## Stop the control plane k8s-up started and remove its data
 
 k8s-conformance: k8s ## svcnet's core against the real kube-apiserver and kube-controller-manager: tests/k8s/cases, report in target/k8s/conformance.md
 	$(step)
-	$(CARGO) run -q -p svcnet-k8s-conformance
+	$(DEV_BUILD) -q
+	target/debug/k8s-conformance
 
 k8s-deploy-check: k8s ## deploy/ through kubectl apply --dry-run=server, and ipvs-agent plan --kubeconfig on a real cluster made from examples/
 	$(step)
-	$(CARGO) build -q -p ipvs-agent
+	$(DEV_BUILD) -q
 	tests/k8s/deploy-check.sh target/debug/ipvs-agent
 
 # The real kube-proxy and the agent side by side in one kernel (QEMU), both
@@ -176,7 +197,7 @@ vm-smoke: ## Boot Debian's kernel with IPVS under QEMU, run tests/vm/smoke.sh (i
 vm-kernel: ## The agent's kernel side against real IPVS in the VM: tests/vm/kernel.sh (installs what it needs)
 	$(step)
 	tests/vm/setup.sh
-	$(CARGO) build --release -p ipvs-agent --example kernel_check
+	$(RELEASE_BUILD)
 	tests/vm/run.sh tests/vm/kernel.sh target/release/examples/kernel_check
 
 # What the real ipvsadm sends and the kernel answers, captured in the VM
@@ -190,7 +211,7 @@ vm-ipvsadm: ## Capture ipvsadm's netlink traffic in the VM (strace) and compare 
 	tests/vm/setup.sh
 	tests/vm/run.sh tests/vm/ipvsadm-capture.sh /usr/bin/strace tests/vm/ipvsadm-cases:/vm/ipvsadm-cases
 	SVCNET_IPVSADM_CAPTURES=$(CURDIR)/$(IPVSADM_CAPTURES) \
-		$(CARGO) test -p ipvs-agent --test ipvsadm_captures -- --nocapture
+		$(CARGO) test --workspace --test ipvsadm_captures -- --nocapture
 
 ipvsadm-goldens: vm-ipvsadm ## Refresh the committed captures (ipvs-agent/tests/ipvsadm-captures/) from a fresh vm-ipvsadm run
 	rm -f ipvs-agent/tests/ipvsadm-captures/*.nl
@@ -209,7 +230,7 @@ vm-nft: ## Capture nft -f's netlink traffic in the VM (strace) and compare the a
 	tests/vm/run.sh tests/vm/nft-capture.sh /usr/bin/strace /usr/sbin/nft tests/vm/nft-cases:/vm/nft-cases \
 		ipvs-agent/tests/golden/examples.nft:/vm/nft-cases/examples.nft
 	SVCNET_NFT_CAPTURES=$(CURDIR)/$(NFT_CAPTURES) \
-		$(CARGO) test -p ipvs-agent --test nft_captures -- --nocapture
+		$(CARGO) test --workspace --test nft_captures -- --nocapture
 
 nft-goldens: vm-nft ## Refresh the committed captures (ipvs-agent/tests/nft-captures/) from a fresh vm-nft run
 	rm -f ipvs-agent/tests/nft-captures/*.nl
@@ -262,7 +283,7 @@ AGENT_VM_BIN := target/vm/ipvs-agent
 agent-vm-bin: ## Build ipvs-agent (release) and a stripped copy for the VM; installs the VM tools
 	$(step)
 	tests/vm/setup.sh
-	$(CARGO) build --release -p ipvs-agent
+	$(RELEASE_BUILD)
 	@mkdir -p $(dir $(AGENT_VM_BIN))
 	strip -o $(AGENT_VM_BIN) target/release/ipvs-agent
 
@@ -274,11 +295,11 @@ vm-agent: agent-vm-bin ## ipvs-agent end to end in the VM: scenarios a-h, IPv6, 
 vm-conntrack: ## UDP conntrack cleanup in the VM's kernel: the real-kernel test, and the agent deleting a stale entry end to end (tests/vm/conntrack.sh)
 	$(step)
 	tests/vm/setup.sh
-	$(CARGO) build -p ipvs-agent --bin ipvs-agent --example conntrack_list
+	$(DEV_BUILD)
 	@mkdir -p target/vm
 	strip -o target/vm/ipvs-agent-debug target/debug/ipvs-agent
 	strip -o target/vm/conntrack_list target/debug/examples/conntrack_list
-	strip -o target/vm/conntrack_netns "$$($(CARGO) test -p ipvs-agent --test conntrack_netns --no-run --message-format=json 2>/dev/null \
+	strip -o target/vm/conntrack_netns "$$($(CARGO) test --workspace --test conntrack_netns --no-run --message-format=json 2>/dev/null \
 		| sed -n 's/.*"executable":"\([^"]*conntrack_netns[^"]*\)".*/\1/p' | tail -n 1)"
 	VM_TIMEOUT=$${VM_TIMEOUT:-400} tests/vm/run.sh tests/vm/conntrack.sh target/vm/ipvs-agent-debug:/usr/local/bin/ipvs-agent \
 		target/vm/conntrack_list target/vm/conntrack_netns /usr/sbin/nft

@@ -10,7 +10,8 @@
 #                            else sets manifests to the folder ARG names (or
 #                            DEFAULT), absolute; `die`s when it is not one
 #   kube_host_build          setup.sh, Kubernetes (scripts/k8s.sh build) and
-#                            the agent (release, stripped to target/vm/ipvs-agent);
+#                            the agent with its examples (release; the agent
+#                            stripped to target/vm/ipvs-agent);
 #                            sets KUBE_BIN, the folder of the real binaries
 #   kube_host_up CIDRS LOG   a control plane with these service ranges; sets
 #                            KUBECONFIG_HOST and API_PORT
@@ -37,8 +38,11 @@ kube_host_build() {
     "$here/setup.sh"
     "$repo/scripts/k8s.sh" build
     KUBE_BIN="$("$repo/scripts/k8s.sh" bin)"
-    say "building ipvs-agent (release)"
-    (cd "$repo" && cargo build -q --release -p ipvs-agent)
+    # With its examples: the features every release build in make test
+    # selects, so the dependencies are compiled once (see the Makefile's
+    # RELEASE_BUILD).
+    say "building ipvs-agent and its examples (release)"
+    (cd "$repo" && cargo build -q --release -p ipvs-agent --bins --examples)
     mkdir -p "$repo/target/vm"
     strip -o "$repo/target/vm/ipvs-agent" "$repo/target/release/ipvs-agent"
     KUBE_VM_EXTRAS=("$KUBE_BIN/kube-proxy" "$repo/target/vm/ipvs-agent"

@@ -51,8 +51,7 @@ die() {
 kube_host_manifests "${1:-}" "$here/kube-proxy-cases"
 started=$SECONDS
 kube_host_build
-say "building the traffic tool (ipvs-agent/examples/traffic.rs)"
-(cd "$repo" && cargo build -q --release -p ipvs-agent --example traffic)
+# kube_host_build built the traffic tool (ipvs-agent/examples/traffic.rs).
 strip -o "$repo/target/vm/traffic" "$repo/target/release/examples/traffic"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/traffic-diff.XXXXXX")"
