@@ -254,7 +254,7 @@ fuzz: ## Run every fuzz target for FUZZ_SECONDS each (default 300); installs car
 FUZZ_SMOKE_SECONDS ?= 10
 fuzz-smoke: ## Run every fuzz target for FUZZ_SMOKE_SECONDS (default 10) with seed 1, dev build: the bounded run in make test
 	$(step)
-	FUZZ_BUILD=dev FUZZ_SEED=1 scripts/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
+	FUZZ_BUILD=dev FUZZ_SEED=1 FUZZ_PARALLEL=2 scripts/fuzz.sh run $(FUZZ_SMOKE_SECONDS)
 
 # The browser playground (web/) and its browser tests (tests/browser/).
 PLAYGROUND_PORT ?= 8080
@@ -311,6 +311,18 @@ demo-vm: agent-vm-bin ## The demo: the agent programs examples/ into a real kern
 bench-vm: agent-vm-bin ## Benchmark in the VM: 5,000 Services x 10 endpoints, agent vs ipvsadm -R; writes benchmarks/agent.md and .json
 	$(step)
 	tests/vm/bench-host.sh target/release/ipvs-agent
+
+# Why the soak's syncs cost milliseconds an operation: every real server add
+# walks IPVS's trash of recently deleted ones (tests/vm/ipvs-trash.sh).
+.PHONY: bench-ipvs-trash
+bench-ipvs-trash: ## Time IPVS real-server adds against the kernel's trash of deleted ones (empty, 10,000, 31,000, expired) in the VM; writes benchmarks/ipvs-trash.md
+	$(step)
+	tests/vm/setup.sh
+	VM_TIMEOUT=$${VM_TIMEOUT:-900} tests/vm/run.sh tests/vm/ipvs-trash.sh
+	{ cat target/vm/out/ipvs-trash/ipvs-trash.md; echo; \
+	  echo "Host: $$(awk -F': ' '/^model name/ { print $$2; exit }' /proc/cpuinfo), $$(nproc) cores, QEMU $$(cat target/vm/accel 2>/dev/null || echo unknown); commit $$(git rev-parse --short HEAD)."; \
+	} >$(BENCH_RESULTS)/ipvs-trash.md
+	@echo "written: $(BENCH_RESULTS)/ipvs-trash.md"
 
 # The churn soak under traffic (issue 15, tests/vm/soak.sh): in the VM the
 # agent follows about 1,000 Services changed 100 times a second while

@@ -22,7 +22,9 @@
 # for ASan), FUZZ_TARGETS (a space-separated subset), FUZZ_JOBS (build
 # jobs, CARGO_BUILD_JOBS), FUZZ_MAX_LEN (libFuzzer -max_len, default 8192),
 # FUZZ_SEED (libFuzzer -seed: a fixed seed replays the same mutations, as
-# `make test` does; unset, libFuzzer picks one).
+# `make test` does; unset, libFuzzer picks one), FUZZ_PARALLEL (targets run
+# at a time, default 1; `make fuzz-smoke` runs 2, one a core: their exec/s
+# are then each measured beside another).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -73,21 +75,43 @@ build() {
   echo "fuzz: build (${FUZZ_BUILD:-release}) took $((SECONDS - start)) s" >&2
 }
 
+# run_one TARGET SECONDS: libFuzzer on TARGET, its output in the target's
+# log and its exit status in the log's .status file.
+run_one() {
+  local target="$1" seconds="$2"
+  local log="$CARGO_TARGET_DIR/fuzz-logs/$target.log"
+  local work="$CARGO_TARGET_DIR/fuzz-corpus/$target"
+  mkdir -p "$work" "fuzz/corpus/$target"
+  local status=0
+  local seed=()
+  [[ -n ${FUZZ_SEED:-} ]] && seed=(-seed="$FUZZ_SEED")
+  (cd fuzz && "${FUZZ[@]}" run "${PROFILE[@]}" -s "$SANITIZER" "$target" "$work" "corpus/$target" -- \
+    -max_total_time="$seconds" -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 "${seed[@]}") >"$log" 2>&1 || status=$?
+  echo "$status" >"$log.status"
+}
+
 run_all() {
-  local seconds="${1:-30}" passed=0 failed=0 failures=()
+  local seconds="${1:-30}" parallel="${FUZZ_PARALLEL:-1}" passed=0 failed=0
+  [[ $parallel =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: FUZZ_PARALLEL is a positive number, not '$parallel'" >&2; exit 2; }
   build
   mkdir -p "$CARGO_TARGET_DIR/fuzz-logs"
+  local all=() target
+  mapfile -t all < <(targets)
+  # PARALLEL targets at a time (each libFuzzer process uses one core),
+  # reported in order once each batch is done.
+  local i
+  for ((i = 0; i < ${#all[@]}; i += parallel)); do
+    echo "fuzz: running ${all[*]:i:parallel} for $seconds s" >&2
+    for target in "${all[@]:i:parallel}"; do
+      run_one "$target" "$seconds" &
+    done
+    wait
+  done
   printf '%-22s %10s %8s %8s  %s\n' target exec/s cov runs result
-  for target in $(targets); do
-    local log="$CARGO_TARGET_DIR/fuzz-logs/$target.log"
-    local work="$CARGO_TARGET_DIR/fuzz-corpus/$target"
-    mkdir -p "$work" "fuzz/corpus/$target"
-    local status=0
-    local seed=()
-    [[ -n ${FUZZ_SEED:-} ]] && seed=(-seed="$FUZZ_SEED")
-    (cd fuzz && "${FUZZ[@]}" run "${PROFILE[@]}" -s "$SANITIZER" "$target" "$work" "corpus/$target" -- \
-      -max_total_time="$seconds" -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 "${seed[@]}") >"$log" 2>&1 || status=$?
+  for target in "${all[@]}"; do
+    local log="$CARGO_TARGET_DIR/fuzz-logs/$target.log" status
+    status="$(cat "$log.status")"
     # libFuzzer's last status line ("#N DONE cov: C ft: F ... exec/s: E")
     # or, on a crash, the last line it printed before it.
     local line cov execs runs
@@ -101,7 +125,6 @@ run_all() {
       printf '%-22s %10s %8s %8s  %s\n' "$target" "${execs:-?}" "${cov:-?}" "${runs:-?}" ok
     else
       failed=$((failed + 1))
-      failures+=("$target")
       printf '%-22s %10s %8s %8s  %s\n' "$target" "${execs:-?}" "${cov:-?}" "${runs:-?}" "CRASH (exit $status, log $log)"
       grep -E 'panicked at|ERROR: libFuzzer|SUMMARY|Test unit written to' "$log" | head -n 5 | sed 's/^/    /' || true
     fi
