@@ -130,11 +130,13 @@ k8s: ## Build kube-apiserver, kube-controller-manager, kube-proxy, kubectl v1.37
 	$(step)
 	scripts/k8s.sh build
 
-# The build follows this make (its pid is the recipe shell's parent) and
-# stops if make ends first, for example on a failed step.
+# The build follows the process that started make (make is the recipe
+# shell's parent, and /proc's stat names make's parent): it stops when that
+# ends, as .ci/run does right after a failed make test, and carries on for
+# a shell that stays.
 k8s-background: ## Start make k8s's build in the background at nice 19 (make test's first step) and return; make k8s waits for it
 	$(step)
-	scripts/k8s.sh build-background $$PPID
+	scripts/k8s.sh build-background "$$(awk '{print $$4}' /proc/$$PPID/stat)"
 
 k8s-up: k8s ## Start a real control plane on 127.0.0.1 (etcd, kube-apiserver, kube-controller-manager); prints KUBECONFIG=
 	scripts/k8s.sh up

@@ -8,7 +8,7 @@
 #   scripts/k8s.sh build-background [PID]
 #                          start that build in the background at the lowest
 #                          CPU priority (nice 19) and return; it stops if
-#                          process PID (make test's) ends first. `build`
+#                          process PID (what started make test) ends first. `build`
 #                          later waits for it: make test runs its Rust steps
 #                          meanwhile, and the Go build takes their idle CPU
 #   scripts/k8s.sh bin     print the folder holding those binaries
