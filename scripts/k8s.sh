@@ -32,10 +32,19 @@
 #                               so the Service works in the VM)
 #   SVCNET_K8S_CACHE            where binaries are cached (default
 #                               ~/.cache/svcnet/k8s)
+#   SVCNET_K8S_RUN              the folder of one control plane's data, keys,
+#                               kubeconfig and logs (default target/k8s);
+#                               control planes in different folders run side
+#                               by side
+#   SVCNET_K8S_PORTS            LOW-HIGH, where `up` picks its ports (default
+#                               20000-23999; the conformance suite's control
+#                               planes use 24000-29999); side-by-side `up`s
+#                               given ranges that do not overlap never pick
+#                               the same port
 #
 # Everything comes from the Go module proxy, built with the machine's Go;
 # the Go build cache stays at its default place, so a second build is
-# incremental. Logs of `up` go to target/k8s/*.log.
+# incremental. Logs of `up` go to the run folder's *.log files.
 set -euo pipefail
 
 K8S_VERSION=v1.37.2
@@ -48,7 +57,10 @@ K8S_COMMANDS=(kube-apiserver kube-controller-manager kube-proxy kubectl)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${SVCNET_K8S_CACHE:-$HOME/.cache/svcnet/k8s}/$K8S_VERSION"
 BIN="$CACHE/bin"
-RUN="$ROOT/target/k8s"
+# Absolute: the kubeconfigs name files in it, and kubectl reads a relative
+# path in a kubeconfig from the kubeconfig's own folder.
+RUN="$(realpath -m "${SVCNET_K8S_RUN:-$ROOT/target/k8s}")"
+PORTS="${SVCNET_K8S_PORTS:-20000-23999}"
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'k8s.sh: %s\n' "$*" >&2; exit 1; }
@@ -226,22 +238,25 @@ cmd_deps() {
 
 # --- up / down / env -----------------------------------------------------------
 
-# A TCP port nothing listens on, below the kernel's ephemeral range (so no
-# outgoing connection takes it between now and the bind), and not one
-# already picked for this `up`.
+# A TCP port in SVCNET_K8S_PORTS that nothing listens on, and not one
+# already picked for this `up`. The default range is below the kernel's
+# ephemeral one, so no outgoing connection takes the port between now and
+# the bind.
 PICKED_PORTS=" "
 free_port() {
-    local port listening
+    local port listening low="${PORTS%-*}" high="${PORTS#*-}"
+    [[ $low =~ ^[0-9]+$ && $high =~ ^[0-9]+$ ]] && ((1024 <= low && low < high && high < 65536)) ||
+        die "SVCNET_K8S_PORTS=$PORTS: want LOW-HIGH, two ports from 1024 to 65535, LOW below HIGH"
     listening=" $(ss -Htln | awk '{n = split($4, a, ":"); print a[n]}' | tr '\n' ' ') "
     for _ in $(seq 200); do
-        port=$((20000 + RANDOM % 10000))
+        port=$((low + RANDOM % (high - low + 1)))
         if [[ $listening != *" $port "* && $PICKED_PORTS != *" $port "* ]]; then
             PICKED_PORTS+="$port "
             echo "$port"
             return
         fi
     done
-    die "found no free port in 20000-29999"
+    die "found no free port in $PORTS"
 }
 
 running() {
@@ -252,7 +267,7 @@ running() {
     return 1
 }
 
-# Starts one component in the background, logging to target/k8s/<name>.log.
+# Starts one component in the background, logging to $RUN/<name>.log.
 start() {
     local name="$1"
     shift
@@ -333,7 +348,7 @@ cmd_up() {
     built || cmd_build
     cmd_deps
     if running; then
-        die "a control plane is already running (target/k8s); 'scripts/k8s.sh down' stops it"
+        die "a control plane is already running ($RUN); 'scripts/k8s.sh down' stops it"
     fi
     local cidr="${SVCNET_K8S_SERVICE_CIDR:-10.96.0.0/12}"
     local node_ports="${SVCNET_K8S_NODE_PORT_RANGE:-30000-32767}"
@@ -342,7 +357,7 @@ cmd_up() {
     [[ ${cidr%%,*} == *:* ]] && advertise=fec0::2
     advertise="${SVCNET_K8S_ADVERTISE_ADDRESS:-$advertise}"
     local started=$SECONDS
-    rm -rf "$RUN"
+    remove_data
     mkdir -p "$RUN"
     local etcd_port peer_port api_port
     etcd_port="$(free_port)" && PICKED_PORTS+="$etcd_port "
@@ -441,11 +456,17 @@ stop_all() {
     kill -KILL "${pids[@]}" 2>/dev/null || true
 }
 
+# What `up` writes to the run folder, but the logs: etcd's data, keys,
+# kubeconfigs, the env file. Named one by one, since SVCNET_K8S_RUN may be
+# any folder.
+remove_data() {
+    rm -rf "$RUN/etcd" "$RUN/pki" "$RUN/kubeconfig" "$RUN/controller-manager.kubeconfig" "$RUN/env" "$RUN"/*.pid
+}
+
 cmd_down() {
     [[ -d $RUN ]] || { say "k8s.sh: nothing to stop"; return; }
     stop_all
-    # Keep the logs; everything else (etcd's data, keys, kubeconfigs) goes.
-    find "$RUN" -mindepth 1 -maxdepth 1 ! -name '*.log' -exec rm -rf {} +
+    remove_data
     say "k8s.sh: stopped; logs kept in $RUN/*.log"
 }
 

@@ -43,9 +43,7 @@ RUN_ONLY=(--nftables=false)
 agent() { NO_COLOR=1 ipvs-agent "$@"; }
 # No vm_node_init: every measurement runs in a namespace of its own (bench_ns).
 
-# Microseconds since the epoch (bash's EPOCHREALTIME).
-now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
-ms_since() { awk -v a="$1" -v b="$(now_us)" 'BEGIN { printf "%.1f", (b - a) / 1000 }'; }
+ms_since() { awk -v a="$1" -v b="$(vm_now_us)" 'BEGIN { printf "%.1f", (b - a) / 1000 }'; }
 # median of the arguments
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 json_list() { local IFS=,; echo "[$*]"; }
@@ -101,7 +99,7 @@ rounds() {
         # The agent, from empty: no rules, no kube-ipvs0, no state file.
         bench_ns "agent-$r"
         rm -f "$B/state.json"
-        t0="$(now_us)"
+        t0="$(vm_now_us)"
         status=0
         in_ns "agent-$r" env NO_COLOR=1 ipvs-agent run --once "${COMMON[@]}" "${RUN_ONLY[@]}" >"$B/once-$r.log" 2>&1 || status=$?
         agent_ms+=("$(ms_since "$t0")")
@@ -111,14 +109,14 @@ rounds() {
         ((r == 1)) && in_ns agent-1 ipvsadm-save -n >"$B/save-agent.txt"
 
         # Adopting the whole table: a second run --once with nothing to do.
-        t0="$(now_us)"
+        t0="$(vm_now_us)"
         in_ns "agent-$r" env NO_COLOR=1 ipvs-agent run --once "${COMMON[@]}" "${RUN_ONLY[@]}" >"$B/resync-$r.log" 2>&1 || true
         resync_ms+=("$(ms_since "$t0")")
         resync_ops+=("$(vm_agent_sync_field "$B/resync-$r.log" operations || echo null)")
 
         # ipvsadm -R, from empty too.
         bench_ns "restore-$r"
-        t0="$(now_us)"
+        t0="$(vm_now_us)"
         in_ns "restore-$r" ipvsadm -R </bench/rules.txt
         restore_ms+=("$(ms_since "$t0")")
         ((r == 1)) && in_ns restore-1 ipvsadm-save -n >"$B/save-restore.txt"
@@ -126,7 +124,7 @@ rounds() {
         # What ipvsadm -R leaves undone: the ClusterIPs on kube-ipvs0.
         in_ns "restore-$r" ip link add kube-ipvs0 type dummy
         in_ns "restore-$r" ip link set kube-ipvs0 up
-        t0="$(now_us)"
+        t0="$(vm_now_us)"
         in_ns "restore-$r" ip -batch "$B/addresses.txt"
         addr_ms+=("$(ms_since "$t0")")
         vm_info "round $r: agent ${agent_ms[-1]} ms (logged ${agent_log_ms[-1]} ms, ${ops[-1]} operations), ipvsadm -R ${restore_ms[-1]} ms, ip -batch addresses ${addr_ms[-1]} ms, agent resync ${resync_ms[-1]} ms (${resync_ops[-1]} operations)"
@@ -148,7 +146,7 @@ rounds() {
 plan_only() {
     local r t0 plan_ms=()
     for ((r = 1; r <= ROUNDS; r++)); do
-        t0="$(now_us)"
+        t0="$(vm_now_us)"
         agent plan "${COMMON[@]}" --format ipvsadm-save >/dev/null
         plan_ms+=("$(ms_since "$t0")")
     done
@@ -186,14 +184,14 @@ changes() {
         if ((k % 2)); then
             # Remove the endpoint (a pod gone).
             grep -v "addresses: \[$EP\]" "$SLICE_FILE" >"$B/slice.new"
-            t0="$(now_us)"
+            t0="$(vm_now_us)"
             mv "$B/slice.new" "$SLICE_FILE"
             vm_wait_until 300 _rs_absent
         else
             # Put it back (the pod replaced).
             awk -v m="name: svc-$n-bench," -v ep="$EP" 'index($0, m) { on = 1 } { print } on && /^endpoints:/ { print "- {addresses: [" ep "], conditions: {ready: true}}"; on = 0 }' \
                 "$SLICE_FILE" >"$B/slice.new"
-            t0="$(now_us)"
+            t0="$(vm_now_us)"
             mv "$B/slice.new" "$SLICE_FILE"
             vm_wait_until 300 _rs_present
         fi

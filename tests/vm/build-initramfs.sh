@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the initramfs a VM test boots with.
 #
-#   tests/vm/build-initramfs.sh [-o OUT.cpio.gz] TEST-SCRIPT [EXTRA...]
+#   tests/vm/build-initramfs.sh [-o OUT.cpio] TEST-SCRIPT [EXTRA...]
 #
 # Contents:
 #   /init                 tests/vm/init (busybox sh): mounts, modules, lo, runs
@@ -22,14 +22,18 @@
 #                                      executables get their libraries too
 #
 # Needs tests/vm/setup.sh to have run. OUT defaults to
-# $SVCNET_VM_DIR/initramfs.cpio.gz (target/vm/initramfs.cpio.gz).
+# $SVCNET_VM_DIR/initramfs.cpio (target/vm/initramfs.cpio).
+#
+# The archive is not compressed: the emulated CPU inflates slowly. With
+# kube-proxy and kubectl inside (176 MB), kube-proxy-diff's VM was up in
+# 4.1 s from the plain archive and in 10.1 s from a gzip -1 one (61 MB).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cache="${SVCNET_VM_DIR:-$repo/target/vm}"
 kdir="$cache/kernel"
-out="$cache/initramfs.cpio.gz"
+out="$cache/initramfs.cpio"
 
 die() { printf 'vm-initramfs: error: %s\n' "$*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
@@ -169,6 +173,6 @@ echo svcnet-vm >"$root/etc/hostname"
 
 tmp_out="$out.tmp"
 (cd "$root" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
-    cpio --null -o -H newc --quiet --owner=0:0) | gzip -1 >"$tmp_out"
+    cpio --null -o -H newc --quiet --owner=0:0) >"$tmp_out"
 mv "$tmp_out" "$out"
 printf 'vm-initramfs: %s (%s)\n' "${out#"$repo"/}" "$(du -h "$out" | cut -f1)"

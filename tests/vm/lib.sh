@@ -156,6 +156,9 @@ vm_finish() {
 # vm_uptime: seconds since boot, with hundredths.
 vm_uptime() { cut -d' ' -f1 /proc/uptime; }
 
+# vm_now_us: microseconds since the epoch (bash's EPOCHREALTIME).
+vm_now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
+
 # vm_sysctl KEY VALUE: write /proc/sys (KEY with dots or slashes; device
 # names in KEY may contain dots only if written with slashes).
 vm_sysctl() {

@@ -71,7 +71,7 @@ mkdir -p "$cache/runs" "$(dirname "$log")"
 run_dir="$(mktemp -d "$cache/runs/$name.XXXXXX")"
 trap 'rm -rf "$run_dir"' EXIT
 
-"$here/build-initramfs.sh" -o "$run_dir/initramfs.cpio.gz" "$test_script" "$@"
+"$here/build-initramfs.sh" -o "$run_dir/initramfs.cpio" "$test_script" "$@"
 
 # Console filter: no carriage returns, no terminal control sequences (the
 # firmware clears the screen), line by line so the console shows live.
@@ -162,7 +162,7 @@ say "booting $(cat "$kdir/version") ($accel, ${mem} MiB, $smp cpu, timeout ${tim
 boot_started=$SECONDS
 set +e
 timeout -k 5 "$timeout_s" "${qemu_base[@]}" "${nic[@]}" -accel "$accel" \
-    -initrd "$run_dir/initramfs.cpio.gz" \
+    -initrd "$run_dir/initramfs.cpio" \
     -append "$append_base${VM_APPEND:+ $VM_APPEND}" </dev/null 2>&1 |
     console_filter | tee "$log" | hide_exports | quiet_filter
 qemu_status=${PIPESTATUS[0]}

@@ -13,8 +13,20 @@ use std::time::{Duration, Instant};
 /// A running control plane.
 pub struct RealCluster {
     root: PathBuf,
-    /// The values `scripts/k8s.sh up` wrote to `target/k8s/env`.
+    /// Where it keeps its data, keys and logs (`SVCNET_K8S_RUN`).
+    run: PathBuf,
+    /// The values `scripts/k8s.sh up` wrote to the run folder's `env`.
     pub env: BTreeMap<String, String>,
+}
+
+/// Where one control plane lives: its run folder, and the ports `up` may
+/// pick (`LOW-HIGH`). Two places with ranges that do not overlap can hold
+/// control planes at the same time.
+pub struct Place {
+    /// The run folder (`SVCNET_K8S_RUN`).
+    pub run: PathBuf,
+    /// The port range (`SVCNET_K8S_PORTS`).
+    pub ports: String,
 }
 
 /// An answer of the API server: the HTTP status and the JSON body.
@@ -42,17 +54,23 @@ impl Answer {
 }
 
 impl RealCluster {
-    /// Stops whatever runs, then starts a control plane with these flags.
-    pub fn up(root: &Path, flags: &ClusterFlags) -> Result<RealCluster, String> {
-        let script = root.join("scripts/k8s.sh");
-        let _ = Command::new(&script).arg("down").stdout(Stdio::null()).status();
-        let out = Command::new(&script)
-            .arg("up")
+    /// Stops whatever runs in `place`, then starts a control plane there
+    /// with these flags.
+    pub fn up(root: &Path, place: &Place, flags: &ClusterFlags) -> Result<RealCluster, String> {
+        let k8s = |verb: &str| {
+            let mut cmd = Command::new(root.join("scripts/k8s.sh"));
+            cmd.arg(verb)
+                .env("SVCNET_K8S_RUN", &place.run)
+                .env("SVCNET_K8S_PORTS", &place.ports)
+                .stdin(Stdio::null());
+            cmd
+        };
+        let _ = k8s("down").stdout(Stdio::null()).status();
+        let out = k8s("up")
             .env("SVCNET_K8S_SERVICE_CIDR", flags.service_range())
             .env("SVCNET_K8S_NODE_PORT_RANGE", flags.node_port_range())
-            .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+            .map_err(|e| format!("cannot run scripts/k8s.sh: {e}"))?;
         if !out.status.success() {
             return Err(format!(
                 "scripts/k8s.sh up failed:\n{}{}",
@@ -60,8 +78,8 @@ impl RealCluster {
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        let env_text =
-            std::fs::read_to_string(root.join("target/k8s/env")).map_err(|e| format!("target/k8s/env: {e}"))?;
+        let env_file = place.run.join("env");
+        let env_text = std::fs::read_to_string(&env_file).map_err(|e| format!("{}: {e}", env_file.display()))?;
         let env = env_text
             .lines()
             .filter_map(|l| l.split_once('='))
@@ -69,6 +87,7 @@ impl RealCluster {
             .collect();
         Ok(RealCluster {
             root: root.to_path_buf(),
+            run: place.run.clone(),
             env,
         })
     }
@@ -77,6 +96,7 @@ impl RealCluster {
     pub fn down(&self) {
         let _ = Command::new(self.root.join("scripts/k8s.sh"))
             .arg("down")
+            .env("SVCNET_K8S_RUN", &self.run)
             .stdout(Stdio::null())
             .status();
     }
@@ -96,7 +116,7 @@ impl RealCluster {
     }
 
     fn pki(&self, file: &str) -> String {
-        self.root.join("target/k8s/pki").join(file).display().to_string()
+        self.run.join("pki").join(file).display().to_string()
     }
 
     /// One REST request; `body` is sent as is with `content_type`.
@@ -164,7 +184,9 @@ impl RealCluster {
     /// ...`), or, when it gets past them (to fail later for want of an
     /// apiserver), the unknown fields its lenient decoding ignored.
     pub fn kube_proxy_reads(&self, text: &str) -> Result<Value, String> {
-        let dir = std::env::temp_dir().join(format!("svcnet-kube-proxy-config-{}", std::process::id()));
+        // The run folder is this control plane's own: control planes
+        // side by side each read their files in theirs.
+        let dir = self.run.join("kube-proxy-config");
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let file = dir.join("config.yaml");
         std::fs::write(&file, text).map_err(|e| e.to_string())?;
@@ -291,7 +313,6 @@ fn api_message(stderr: &str) -> String {
     }
 }
 
-/// The `err="..."` of klog's `"command failed"` line, unquoted.
 /// Waits for `child` to exit, at most `limit`; kills it then. Whether it
 /// exited by itself.
 fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> Result<bool, String> {
@@ -313,6 +334,7 @@ fn klog_err(stderr: &str, marker: &str) -> Option<String> {
     serde_json::from_str::<String>(quoted.trim()).ok()
 }
 
+/// The `err="..."` of klog's `"command failed"` line, unquoted.
 fn command_failed_error(stderr: &str) -> Option<String> {
     let line = stderr.lines().find(|l| l.contains("\"command failed\""))?;
     let quoted = &line[line.find("err=")? + 4..];

@@ -9,9 +9,9 @@
 # must program the same IPVS table and bind the same kube-ipvs0 addresses.
 #
 # Each comparison waits until kube-proxy's table has changed from the one
-# before the step and the agent's has been equal to it on three reads 2 s
-# apart (90 s at most), and prints one PASS line, or a FAIL line after the
-# diff. The tables are compared sorted: `ipvsadm-save -n` lists virtual
+# before the step and the agent's has been equal to it on three reads 1 s
+# apart (90 s at most), and prints one PASS line with how long the step's
+# changes and comparison took, or a FAIL line after the diff. The tables are compared sorted: `ipvsadm-save -n` lists virtual
 # servers in the kernel's hash order, which differs between namespaces, so
 # each side's lines (every -a line names its virtual server) are sorted.
 #
@@ -51,14 +51,19 @@ table() {
 
 # compare STEP [REFERENCE OTHER]: wait until REFERENCE's table (default
 # kube-proxy's) has changed from the one before the step, and OTHER's
-# (default the agent's) has been equal to it on three reads 2 s apart; PASS
-# then, else FAIL with the diff of the last reads after SETTLE_TIMEOUT
-# seconds. The change check keeps a step that reached neither side from
-# passing as "identical". BEFORE holds the reference's table between steps.
+# (default the agent's) has been equal to it on three reads 1 s apart (a
+# read of both sides takes about 1 s more in the emulated CPU); PASS then,
+# else FAIL with the diff of the last reads after SETTLE_TIMEOUT seconds.
+# The change check keeps a step that reached neither side from passing as
+# "identical". BEFORE holds the reference's table between steps.
 BEFORE="$(table kube-proxy 2>/dev/null || true)"
+# When the last comparison ended: a step's time is its changes (kubectl)
+# from then, and its comparison's wait.
+STEP_MARK="$(vm_uptime)"
 compare() {
     local step="$1" ref="${2:-kube-proxy}" other="${3:-svcnet}" a b changed=0 streak=0
-    local deadline=$((SECONDS + SETTLE_TIMEOUT))
+    local deadline=$((SECONDS + SETTLE_TIMEOUT)) t0 timing
+    t0="$(vm_uptime)"
     while ((SECONDS < deadline)); do
         a="$(table "$ref")"
         b="$(table "$other")"
@@ -69,15 +74,17 @@ compare() {
         else
             streak=0
         fi
-        sleep 2
+        sleep 1
     done
     BEFORE="$a"
+    timing="$(awk -v m="$STEP_MARK" -v t="$t0" -v u="$(vm_uptime)" 'BEGIN { printf "changes %.1f s, comparison %.1f s", t - m, u - t }')"
+    STEP_MARK="$(vm_uptime)"
     if ((!changed)); then
         echo "--- $step: the $ref namespace's table did not change within ${SETTLE_TIMEOUT} s; kube-proxy's log ends:"
         tail -n 15 /run/kube-proxy.log
         vm_fail "$step" "the $ref namespace's table did not change" || true
     elif ((streak >= 3)); then
-        vm_pass "$step" "identical: $(grep -c '^-A' <<<"$a") virtual servers, $(grep -c '^-a' <<<"$a") real servers, $(sed -n '/^kube-ipvs0:$/,$p' <<<"$a" | grep -vc '^kube-ipvs0:') addresses"
+        vm_pass "$step" "identical: $(grep -c '^-A' <<<"$a") virtual servers, $(grep -c '^-a' <<<"$a") real servers, $(sed -n '/^kube-ipvs0:$/,$p' <<<"$a" | grep -vc '^kube-ipvs0:') addresses; $timing"
     else
         echo "--- $step: the tables (sorted) differ: diff -u $ref $other"
         diff -u <(printf '%s\n' "$a") <(printf '%s\n' "$b") | tail -n +3 || true
@@ -160,6 +167,7 @@ nft_compare() {
         tail -n 5 /run/plan-nft.err
         vm_fail "$step" "table inet svcnet differs from plan --format nft" || true
     fi
+    STEP_MARK="$(vm_uptime)"
 }
 
 compare "the manifests"
