@@ -26,7 +26,6 @@ use report::{CaseReport, StepOutcome, StepReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 const USAGE: &str = "usage: k8s-conformance [--root DIR] [CASE ...]
 
@@ -173,39 +172,40 @@ fn run_groups(
     known: &known::Known,
 ) -> Vec<Vec<CaseReport>> {
     let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<Option<Vec<CaseReport>>>> = Mutex::new((0..groups.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for place in places {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some((flags, group)) = groups.get(index) else { break };
-                let reports = run_group(root, place, flags, group, known);
-                let mut lines = format!(
-                    "k8s-conformance: kube-apiserver --service-cluster-ip-range={} --service-node-port-range={} for {} case(s)\n",
-                    flags.service_range(),
-                    flags.node_port_range(),
-                    group.len()
-                );
-                for report in &reports {
-                    lines.push_str(&format!("  {}\n", report.summary_line()));
-                }
-                print!("{lines}");
-                if let Ok(mut done) = done.lock() {
-                    done[index] = Some(reports);
-                }
-            });
-        }
-    });
-    let done = done.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-    done.into_iter()
-        .zip(groups)
-        .map(|(reports, (_, group))| {
-            reports.unwrap_or_else(|| {
-                let why = "its worker ended before running it (a panic: see above)".to_string();
-                group.iter().map(|case| CaseReport::broken(case, why.clone())).collect()
+    let mut finished: Vec<(usize, Vec<CaseReport>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = places
+            .iter()
+            .map(|place| {
+                let next = &next;
+                scope.spawn(move || {
+                    let mut mine = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((flags, group)) = groups.get(index) else { break };
+                        let reports = run_group(root, place, flags, group, known);
+                        let mut lines = format!(
+                            "k8s-conformance: kube-apiserver --service-cluster-ip-range={} --service-node-port-range={} for {} case(s)\n",
+                            flags.service_range(),
+                            flags.node_port_range(),
+                            group.len()
+                        );
+                        for report in &reports {
+                            lines.push_str(&format!("  {}\n", report.summary_line()));
+                        }
+                        print!("{lines}");
+                        mine.push((index, reports));
+                    }
+                    mine
+                })
             })
-        })
-        .collect()
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    finished.sort_by_key(|(index, _)| *index);
+    finished.into_iter().map(|(_, reports)| reports).collect()
 }
 
 /// One group: a control plane in `place` with the group's flags, its
