@@ -247,8 +247,9 @@ nft-goldens: vm-nft ## Refresh the committed captures (ipvs-agent/tests/nft-capt
 	@echo "ipvs-agent/tests/nft-captures/ refreshed: review with git diff"
 
 # Fuzzing (scripts/fuzz.sh, fuzz/): cargo fuzz targets over the netlink
-# parsers, manifests, watch events, the playground's operations, CIDRs, the
-# state files, and a stateful cluster + kernel-drift simulation. Seeds in
+# parsers and builders (IPVS, rtnetlink, nf_tables, ctnetlink), manifests,
+# watch events, the playground's operations, CIDRs, the state files, and a
+# stateful cluster + kernel-drift simulation. Seeds in
 # fuzz/corpus/; new inputs go to target/fuzz-corpus/, crashes to fuzz/artifacts/.
 FUZZ_SECONDS ?= 300
 .PHONY: fuzz fuzz-smoke

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora in fuzz/corpus/<target>/ from the repository's
-own inputs: ipvs-agent/tests/ipvsadm-captures/*.nl (netlink bytes),
-tests/vectors/*.yaml and examples/*.yaml (manifests, commands, CIDRs).
+own inputs: ipvs-agent/tests/ipvsadm-captures/*.nl, nft-captures/*.nl and
+conntrack-captures/*.nl (netlink bytes), tests/vectors/*.yaml and
+examples/*.yaml (manifests, commands, CIDRs).
 The state_file seeds (snapshots written by the core) are committed as
 they are and not rewritten here. Run from the repository root:
 python3 fuzz/make_seeds.py"""
@@ -10,6 +11,7 @@ import hashlib
 import json
 import pathlib
 import random
+import struct
 
 import yaml
 
@@ -25,14 +27,29 @@ def write(target, data):
     (directory / hashlib.sha1(data).hexdigest()).write_bytes(data)
 
 
-def captures():
-    """(sent, received) byte strings of every capture."""
+def captures(directory="ipvsadm-captures"):
+    """(direction, bytes) of every buffer of the captures in
+    ipvs-agent/tests/DIRECTORY/: ">" sent, "<" received."""
     out = []
-    for path in sorted((ROOT / "ipvs-agent/tests/ipvsadm-captures").glob("*.nl")):
+    for path in sorted((ROOT / "ipvs-agent/tests" / directory).glob("*.nl")):
         for line in path.read_text().splitlines():
             if line.startswith(("> ", "< ")):
                 out.append((line[0], bytes.fromhex(line[2:].strip())))
     return out
+
+
+def nlmsg_error(seq, errno, text=None):
+    """An NLMSG_ERROR answering seq (capped: a zeroed header echoed), with
+    the text as NLMSGERR_ATTR_MSG; little-endian, as the captures are."""
+    tlvs = b""
+    flags = 0x100  # NLM_F_CAPPED
+    if text is not None:
+        value = text.encode() + b"\0"
+        tlvs = struct.pack("<HH", 4 + len(value), 1) + value
+        tlvs += b"\0" * (-len(tlvs) % 4)
+        flags |= 0x200  # NLM_F_ACK_TLVS
+    length = 16 + 4 + 16 + len(tlvs)
+    return struct.pack("<IHHIIi", length, 2, flags, seq, 0, -errno) + bytes(16) + tlvs
 
 
 def vectors():
@@ -114,6 +131,29 @@ def main():
             write(target, data)
         for _ in range(8):
             write(target, bytes(rng.randrange(256) for _ in range(rng.randrange(16, 256))))
+
+    # nf_tables: what the kernel answered `nft -f` (ACKs, a refusal with
+    # NLMSGERR_ATTR_OFFS, the generation and listings nft asks for first), and the batches nft
+    # sent (raw material for the target's structured half), up to 2 KiB;
+    # plus an ACK and a refusal with an extended-ACK text, as the unit
+    # tests in ipvs-agent/src/nftables/tests/replies.rs write them.
+    for _, data in captures("nft-captures"):
+        if len(data) <= 2048:
+            write("nftables_replies", data)
+    write("nftables_replies", nlmsg_error(7, 0) + nlmsg_error(8, 2, "Could not find set"))
+
+    # ctnetlink: the dumps, ACKs and requests of `conntrack -D`, and each
+    # dumped entry's attributes alone (what CtEntry::parse reads).
+    for _, data in captures("conntrack-captures"):
+        write("conntrack_replies", data)
+        offset = 0
+        while offset + 20 <= len(data):
+            length, kind = struct.unpack_from("<IH", data, offset)
+            if length < 16:
+                break
+            if kind == 0x0100:  # IPCTNL_MSG_CT_NEW
+                write("conntrack_replies", data[offset + 20:offset + length])
+            offset += (length + 3) & ~3
 
     texts = manifests()
     # Manifests: as written, and the objects as JSON.

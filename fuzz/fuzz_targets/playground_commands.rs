@@ -27,8 +27,8 @@ use std::net::IpAddr;
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use svcnet_core::controlplane::ControlPlane;
 use svcnet_core::console;
+use svcnet_core::controlplane::ControlPlane;
 use svcnet_wasm::ops;
 
 /// At most this many commands run per input, so one input stays fast.
