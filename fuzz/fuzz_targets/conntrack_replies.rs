@@ -34,56 +34,12 @@ use ipvs_agent::conntrack::error::ENOENT;
 use ipvs_agent::conntrack::{frame, parse_replies, CtEntry, CtReply, CtRequest, ReplyBody, Tuple};
 use libfuzzer_sys::fuzz_target;
 use netlink_packet_core::{
-    NetlinkBuffer, NlaBuffer, NLA_F_NESTED, NLMSG_DONE, NLMSG_ERROR, NLM_F_ACK, NLM_F_ACK_TLVS, NLM_F_CAPPED,
-    NLM_F_MULTIPART, NLM_F_REQUEST,
+    NetlinkBuffer, NlaBuffer, NLA_F_NESTED, NLMSG_DONE, NLM_F_ACK, NLM_F_MULTIPART, NLM_F_REQUEST,
 };
 
-/// `NLMSGERR_ATTR_MSG`.
-const ATTR_MSG: u16 = 1;
-
-fn push_tlv(out: &mut Vec<u8>, kind: u16, value: &[u8]) {
-    let len = u16::try_from(4 + value.len()).expect("a short attribute");
-    out.extend(len.to_ne_bytes());
-    out.extend(kind.to_ne_bytes());
-    out.extend(value);
-    out.resize(out.len().next_multiple_of(4), 0);
-}
-
-fn header(len: usize, message_type: u16, flags: u16, seq: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(len);
-    out.extend(u32::try_from(len).expect("a short message").to_ne_bytes());
-    out.extend(message_type.to_ne_bytes());
-    out.extend(flags.to_ne_bytes());
-    out.extend(seq.to_ne_bytes());
-    out.extend(0u32.to_ne_bytes());
-    out
-}
-
-/// An `NLMSG_ERROR` for `seq` with `errno` (0: an ACK), echoing `echoed`
-/// (a request's header when `capped`, else all of it), with the text as
-/// `NLMSGERR_ATTR_MSG`.
-fn error_message(seq: u32, errno: i32, echoed: &[u8], capped: bool, text: Option<&str>) -> Vec<u8> {
-    let mut tlvs = Vec::new();
-    if let Some(text) = text {
-        let mut value = text.as_bytes().to_vec();
-        value.push(0);
-        push_tlv(&mut tlvs, ATTR_MSG, &value);
-    }
-    let mut flags = 0;
-    if capped {
-        flags |= NLM_F_CAPPED;
-    }
-    if !tlvs.is_empty() {
-        flags |= NLM_F_ACK_TLVS;
-    }
-    let mut echo = echoed.to_vec();
-    echo.resize(echo.len().next_multiple_of(4), 0);
-    let mut out = header(16 + 4 + echo.len() + tlvs.len(), NLMSG_ERROR, flags, seq);
-    out.extend((-errno).to_ne_bytes());
-    out.extend(echo);
-    out.extend(tlvs);
-    out
-}
+#[path = "kernel_answers.rs"]
+mod kernel_answers;
+use kernel_answers::{error_message, header, push_tlv};
 
 /// The end of a dump.
 fn done_message(seq: u32) -> Vec<u8> {
@@ -257,13 +213,13 @@ fn check_reply(reply: &CtReply) {
     let mut echoed = [0u8; 16];
     echoed[..4].copy_from_slice(&16u32.to_ne_bytes());
     let bytes = match &reply.body {
-        ReplyBody::Ack => error_message(reply.seq, 0, &echoed, true, None),
+        ReplyBody::Ack => error_message(reply.seq, 0, &echoed, true, false, None),
         ReplyBody::Refused { errno, message } => {
             assert!(*errno > 0, "{reply:?}");
             if message.as_ref().is_some_and(|m| m.len() > 60_000) {
                 return;
             }
-            error_message(reply.seq, *errno, &echoed, false, message.as_deref())
+            error_message(reply.seq, *errno, &echoed, false, false, message.as_deref())
         }
         ReplyBody::Done => done_message(reply.seq),
         ReplyBody::Unreadable(error) => {
@@ -305,9 +261,9 @@ fn check_deletes(entries: &[CtEntry], first_seq: u32) {
         let message = &bytes[offset..offset + request.len()];
         check_delete(entry, message, seqs[i]);
         answers.extend(if i == 0 {
-            error_message(seqs[i], ENOENT, message, false, Some("gone"))
+            error_message(seqs[i], ENOENT, message, false, false, Some("gone"))
         } else {
-            error_message(seqs[i], 0, &message[..16], true, None)
+            error_message(seqs[i], 0, &message[..16], true, false, None)
         });
         offset += request.len();
     }

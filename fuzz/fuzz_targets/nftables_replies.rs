@@ -48,63 +48,15 @@ use ipvs_agent::nftables::{
     SentRequest, Transaction,
 };
 use libfuzzer_sys::fuzz_target;
-use netlink_packet_core::{
-    NetlinkBuffer, NlaBuffer, NLMSG_ERROR, NLM_F_ACK, NLM_F_ACK_TLVS, NLM_F_CAPPED, NLM_F_REQUEST,
-};
+use netlink_packet_core::{NetlinkBuffer, NlaBuffer, NLM_F_ACK, NLM_F_REQUEST};
 use svcnet_core::proxy::nftables::empty_table;
 use svcnet_core::proxy::nftables::model::{Element, KeyType, Set, Table, Value};
 use svcnet_core::proxy::table::Protocol;
 use svcnet_core::proxy::ProxyConfig;
 
-/// `NLMSGERR_ATTR_MSG` and `NLMSGERR_ATTR_OFFS`.
-const ATTR_MSG: u16 = 1;
-const ATTR_OFFS: u16 = 2;
-
-// ---------------------------------------------------------------------
-// Answers as the kernel writes them.
-
-fn push_tlv(out: &mut Vec<u8>, kind: u16, value: &[u8]) {
-    let len = u16::try_from(4 + value.len()).expect("a short attribute");
-    out.extend(len.to_ne_bytes());
-    out.extend(kind.to_ne_bytes());
-    out.extend(value);
-    out.resize(out.len().next_multiple_of(4), 0);
-}
-
-/// An `NLMSG_ERROR` answering `seq` with `errno` (0: an ACK), echoing
-/// `echoed` (a request's header when `capped`, else all of it), with an
-/// `NLMSGERR_ATTR_OFFS` when `offs` and the text as `NLMSGERR_ATTR_MSG`.
-fn error_message(seq: u32, errno: i32, echoed: &[u8], capped: bool, offs: bool, text: Option<&str>) -> Vec<u8> {
-    let mut tlvs = Vec::new();
-    if offs {
-        push_tlv(&mut tlvs, ATTR_OFFS, &20u32.to_ne_bytes());
-    }
-    if let Some(text) = text {
-        let mut value = text.as_bytes().to_vec();
-        value.push(0);
-        push_tlv(&mut tlvs, ATTR_MSG, &value);
-    }
-    let mut flags = 0;
-    if capped {
-        flags |= NLM_F_CAPPED;
-    }
-    if !tlvs.is_empty() {
-        flags |= NLM_F_ACK_TLVS;
-    }
-    let mut echo = echoed.to_vec();
-    echo.resize(echo.len().next_multiple_of(4), 0);
-    let len = u32::try_from(16 + 4 + echo.len() + tlvs.len()).expect("a short answer");
-    let mut out = Vec::with_capacity(len as usize);
-    out.extend(len.to_ne_bytes());
-    out.extend(NLMSG_ERROR.to_ne_bytes());
-    out.extend(flags.to_ne_bytes());
-    out.extend(seq.to_ne_bytes());
-    out.extend(0u32.to_ne_bytes());
-    out.extend((-errno).to_ne_bytes());
-    out.extend(echo);
-    out.extend(tlvs);
-    out
-}
+#[path = "kernel_answers.rs"]
+mod kernel_answers;
+use kernel_answers::error_message;
 
 /// The netlink messages of `bytes`, which must tile it exactly.
 fn messages(bytes: &[u8]) -> Vec<&[u8]> {
