@@ -172,7 +172,6 @@ traffic-diff: k8s ## Traffic matrix through kube-proxy v1.37.2 and through ipvs-
 	$(step)
 	tests/vm/traffic-diff.sh
 
-.PHONY: bench-vs-kube-proxy
 # make faults runs every fault against FAULTS_SERVICES (5,000) Services;
 # make test runs them against FAULTS_SHORT_SERVICES (2,000): each fault is
 # made and judged the same, and fewer Services make each first sync
@@ -192,6 +191,7 @@ faults-api: k8s ## The API-mode fault of make faults (tests/vm/faults.sh api): k
 	$(step)
 	SVCNET_FAULTS_SERVICES=$(FAULTS_SERVICES) tests/vm/faults.sh api
 
+.PHONY: bench-vs-kube-proxy
 bench-vs-kube-proxy: k8s ## Benchmark against kube-proxy in one VM kernel: N=1000,5000,10000 Services x 10 (BENCH_SIZES); writes benchmarks/kube-proxy.md and .json
 	$(step)
 	tests/vm/bench-kube-proxy.sh $(BENCH_SIZES)
