@@ -11,9 +11,10 @@
 # Each comparison waits until kube-proxy's table has changed from the one
 # before the step and the agent's has been equal to it on three reads 1 s
 # apart (90 s at most), and prints one PASS line with how long the step's
-# changes and comparison took, or a FAIL line after the diff. The tables are compared sorted: `ipvsadm-save -n` lists virtual
-# servers in the kernel's hash order, which differs between namespaces, so
-# each side's lines (every -a line names its virtual server) are sorted.
+# changes and comparison took, or a FAIL line after the diff. The tables
+# are compared sorted: `ipvsadm-save -n` lists virtual servers in the
+# kernel's hash order, which differs between namespaces, so each side's
+# lines (every -a line names its virtual server) are sorted.
 #
 # Then a churn script changes the cluster step by step (namespace "churn":
 # scale up and down, a terminating endpoint, a port added, sessionAffinity,
@@ -62,7 +63,7 @@ BEFORE="$(table kube-proxy 2>/dev/null || true)"
 STEP_MARK="$(vm_uptime)"
 compare() {
     local step="$1" ref="${2:-kube-proxy}" other="${3:-svcnet}" a b changed=0 streak=0
-    local deadline=$((SECONDS + SETTLE_TIMEOUT)) t0 timing
+    local deadline=$((SECONDS + SETTLE_TIMEOUT)) t0 now timing
     t0="$(vm_uptime)"
     while ((SECONDS < deadline)); do
         a="$(table "$ref")"
@@ -77,8 +78,9 @@ compare() {
         sleep 1
     done
     BEFORE="$a"
-    timing="$(awk -v m="$STEP_MARK" -v t="$t0" -v u="$(vm_uptime)" 'BEGIN { printf "changes %.1f s, comparison %.1f s", t - m, u - t }')"
-    STEP_MARK="$(vm_uptime)"
+    now="$(vm_uptime)"
+    timing="$(awk -v m="$STEP_MARK" -v t="$t0" -v u="$now" 'BEGIN { printf "changes %.1f s, comparison %.1f s", t - m, u - t }')"
+    STEP_MARK="$now"
     if ((!changed)); then
         echo "--- $step: the $ref namespace's table did not change within ${SETTLE_TIMEOUT} s; kube-proxy's log ends:"
         tail -n 15 /run/kube-proxy.log
