@@ -119,15 +119,13 @@ def main():
     # Netlink: every received buffer, and every sent one (requests parse as
     # messages of the family too); the Arbitrary-driven targets get the same
     # bytes as raw material.
-    seen = set()
-    for _, data in captures():
-        if data in seen:
-            continue
-        seen.add(data)
+    # In capture order (a set's order changes from run to run).
+    unique = list(dict.fromkeys(data for _, data in captures()))
+    for data in unique:
         write("netlink_replies", data)
     rng = random.Random(15)
     for target in ("netlink_requests", "rtnetlink_addresses", "proxy_stateful"):
-        for data in list(seen)[:12]:
+        for data in unique[:12]:
             write(target, data)
         for _ in range(8):
             write(target, bytes(rng.randrange(256) for _ in range(rng.randrange(16, 256))))

@@ -53,15 +53,7 @@ trap cleanup EXIT
 
 kube_host_up 10.96.0.0/12 "$work/up.log" || die "scripts/k8s.sh up failed"
 kubectl=("$bin/kubectl" --kubeconfig "$KUBECONFIG_HOST")
-
-"${kubectl[@]}" create -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Node
-metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
-EOF
-"${kubectl[@]}" patch node node-a --subresource=status --type=merge \
-    -p '{"status":{"addresses":[{"type":"InternalIP","address":"192.168.56.10"}]}}' >/dev/null
-"${kubectl[@]}" create namespace bench >/dev/null
+kube_host_bench_node 192.168.56.10
 
 # Plain HTTP to the apiserver for the VM's updates (no TLS handshake per
 # update inside an emulated CPU): kubectl proxy on the host's loopback.

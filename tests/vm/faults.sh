@@ -110,12 +110,7 @@ if [[ $which != manifests ]]; then
     kube_host_up 10.96.0.0/12 "$work/up.log" || die "scripts/k8s.sh up failed"
     trap '"$repo/scripts/k8s.sh" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
     kubectl=("$KUBE_BIN/kubectl" --kubeconfig "$KUBECONFIG_HOST")
-    "${kubectl[@]}" create -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Node
-metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
-EOF
-    "${kubectl[@]}" create namespace bench >/dev/null
+    kube_host_bench_node
     stable_manifests default | "${kubectl[@]}" create -f - >/dev/null
     say "creating $services Services with their EndpointSlices"
     "$here/bench-objects.py" 0 "$services" >"$work/objects.json"

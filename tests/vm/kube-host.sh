@@ -3,8 +3,11 @@
 # the VM beside the agent (tests/vm/kube-proxy-diff.sh, traffic-diff.sh,
 # bench-kube-proxy.sh);
 # sourced after they set `here` (tests/vm) and `repo`, and `say` and `die`
-# functions.
+# functions (or kube_host_suite's).
 #
+#   kube_host_suite NAME     `say` and `die` for a suite that ends with
+#                            "NAME: N passed, M failed": a `die` before the
+#                            VM ran counts as one failed check
 #   kube_host_manifests ARG DEFAULT
 #                            -h/--help: the calling script's header, then exit;
 #                            else sets manifests to the folder ARG names (or
@@ -20,10 +23,24 @@
 #                            (cluster-fixture.py) and the VM's kubeconfig in
 #                            WORK/kubeconfig; stopped, and WORK removed, when
 #                            the script exits
+#   kube_host_bench_node [IP]
+#                            for the benchmark-style runs (bench-kube-proxy.sh,
+#                            faults.sh api): the Node node-a (with IP as its
+#                            InternalIP when given) and the namespace bench
 #   kube_host_kubeconfig OUT the VM's kubeconfig: certificates inline, server
 #                            __SERVER__ (filled in by vm_kube_prepare)
 #   KUBE_VM_EXTRAS           run.sh extras: kube-proxy, iptables-nft with its
 #                            extensions, ipset, nft
+
+kube_host_suite() {
+    name="$1"
+    say() { printf '%s: %s\n' "$name" "$*"; }
+    die() {
+        printf '%s: error: %s\n' "$name" "$*" >&2
+        echo "$name: 0 passed, 1 failed"
+        exit 1
+    }
+}
 
 kube_host_manifests() {
     case $1 in
@@ -71,6 +88,20 @@ kube_host_cluster() {
     python3 "$here/cluster-fixture.py" "$KUBE_BIN/kubectl" "$KUBECONFIG_HOST" "$manifests" ||
         die "the manifests could not be loaded"
     kube_host_kubeconfig "$1/kubeconfig"
+}
+
+kube_host_bench_node() {
+    local kubectl=("$KUBE_BIN/kubectl" --kubeconfig "$KUBECONFIG_HOST")
+    "${kubectl[@]}" create -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
+EOF
+    if [[ -n ${1:-} ]]; then
+        "${kubectl[@]}" patch node node-a --subresource=status --type=merge \
+            -p "{\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$1\"}]}}" >/dev/null
+    fi
+    "${kubectl[@]}" create namespace bench >/dev/null
 }
 
 kube_host_kubeconfig() {

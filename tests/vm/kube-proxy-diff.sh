@@ -35,18 +35,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-name=kube-proxy-diff
-
-say() { printf 'kube-proxy-diff: %s\n' "$*"; }
-# A failure before the VM ran: one failed check, so the closing line counts it.
-die() {
-    printf 'kube-proxy-diff: error: %s\n' "$*" >&2
-    echo "$name: 0 passed, 1 failed"
-    exit 1
-}
 
 # shellcheck source=tests/vm/kube-host.sh
 . "$here/kube-host.sh"
+kube_host_suite kube-proxy-diff
 kube_host_manifests "${1:-}" "$here/kube-proxy-cases"
 started=$SECONDS
 kube_host_build

@@ -36,18 +36,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-name=traffic-diff
-
-say() { printf 'traffic-diff: %s\n' "$*"; }
-# A failure before the VM ran: one failed check, so the closing line counts it.
-die() {
-    printf 'traffic-diff: error: %s\n' "$*" >&2
-    echo "$name: 0 passed, 1 failed"
-    exit 1
-}
 
 # shellcheck source=tests/vm/kube-host.sh
 . "$here/kube-host.sh"
+kube_host_suite traffic-diff
 kube_host_manifests "${1:-}" "$here/kube-proxy-cases"
 started=$SECONDS
 kube_host_build
