@@ -391,7 +391,6 @@ figures() {
     # bounds the peak's rise instead (see the header).
     fact RSS_GROWTH_MAX "${RSS_GROWTH_MAX:-null}"
     if [[ -n $RSS_GROWTH_MAX ]]; then
-        vm_info "RSS slope $rss_slope +- $rss_se KiB/min after ${from} s (reported; a short run bounds the peak instead)"
         if [[ $hwm_warm =~ ^[0-9]+$ && $hwm_last =~ ^[0-9]+$ ]] && ((hwm_last - hwm_warm <= RSS_GROWTH_MAX)); then
             vm_pass rss-peak-bounded "VmHWM $hwm_warm -> $hwm_last KiB after ${from} s: $((hwm_last - hwm_warm)) KiB more (at most $RSS_GROWTH_MAX)"
         else
