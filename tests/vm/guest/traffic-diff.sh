@@ -213,10 +213,17 @@ world_down() {
 }
 
 # What the proxy has programmed in node-a; settled when three reads 2 s
-# apart agree and `kubernetes` is there (180 s at most).
+# apart agree and `kubernetes` is there (180 s at most). Every table either
+# proxy writes is read: kube-proxy writes its ipsets (one `ipset add` process
+# an entry) and then its iptables rules after its IPVS table, in the same
+# sync, so a settle on IPVS alone could start the matrix with its masquerade
+# and loop-back sets half written (a CI run saw two early rows differ).
+# iptables-save without -c and ipset save carry no counters; nft's ruleset
+# does, so only its lines are counted.
 snapshot() {
     ip netns exec node-a ipvsadm-save -n | LC_ALL=C sort
     ip -n node-a -o addr show dev kube-ipvs0 2>/dev/null | awk '{print $4}' | LC_ALL=C sort
+    ip netns exec node-a sh -c 'ipset save; iptables-save; ip6tables-save' 2>/dev/null | grep -v '^#' | LC_ALL=C sort
     ip netns exec node-a nft list ruleset 2>/dev/null | wc -l
 }
 settle() {
@@ -415,10 +422,15 @@ while IFS= read -r label; do
         echo "--- $label: the cells that differ"
         mapfile -t A <<<"$a"
         mapfile -t B <<<"$b"
+        cells=()
         for i in "${!A[@]}"; do
-            [[ ${A[i]} == "${B[i]:-}" ]] || printf '    kube-proxy %s\n    svcnet     %s\n' "${A[i]}" "${B[i]:-}"
+            [[ ${A[i]} == "${B[i]:-}" ]] && continue
+            printf '    kube-proxy %s\n    svcnet     %s\n' "${A[i]}" "${B[i]:-}"
+            cells+=("${A[i]%%:*}: kube-proxy ${A[i]#*: } / svcnet ${B[i]#*: }")
         done
-        vm_fail "$label" "the matrices differ" || true
+        # The FAIL line names the cells, so a log cut to its FAIL lines
+        # still says what differed.
+        vm_fail "$label" "the matrices differ: $(IFS=';'; echo "${cells[*]}")" || true
     fi
 done < <(awk -F'\t' '$1 == "row" {print $NF}' "$PLAN")
 if ((!differ)); then
