@@ -21,7 +21,8 @@ from datetime import date
 
 GOALS = [
     ("complete table at 5,000 Services", "completeSeconds", 5000, ">= 10x sooner"),
-    ("default/kubernetes programmed", "kubernetesSeconds", None, "within 1 s at every N"),
+    ("default/kubernetes programmed", "kubernetesSeconds", None,
+     "within 1 s of the first list at every N; the time from the process's start beside it"),
     ("p99 network programming latency", "latencyP99Seconds", None, "<= 1/5 of kube-proxy's"),
     ("maximum RSS", "maxRssKiB", None, "no higher than kube-proxy's"),
 ]
@@ -78,8 +79,8 @@ def nftables_section(runs):
         "ipvs-agent's `table inet svcnet` is one nf_tables transaction after the first full sync (from empty: "
         "every set element), then one after each sync that changes it (an endpoint change on another node changes "
         "no element, and sends nothing). Its share is the transaction's time over the transaction and the IPVS "
-        "syncs before it (`duration_ms` of the agent's log lines); its time from start is taken from the log's "
-        "first line. kube-proxy writes its ipsets and iptables rules after its IPVS table, in the same sync; they "
+        "syncs before it (`duration_ms` of the agent's log lines); its time from start is the log line's, placed on the "
+        "guest's uptime scale (the wall clock's second edge against the uptime, read once). kube-proxy writes its ipsets and iptables rules after its IPVS table, in the same sync; they "
         "count as complete once `KUBE-CLUSTER-IP` holds every ClusterIP and `KUBE-SERVICES` matches it (polled "
         "every second, for at most the guest's timeout after the IPVS table); then they are saved (`ipset save`, "
         "`iptables-save`, `ip6tables-save`) and restored from empty into a fresh namespace of the same VM "
@@ -149,9 +150,20 @@ def main():
     for r in rows:
         by_n.setdefault(r["services"], {})[r["tool"]] = r
     runs = []
+    tools = sorted({r["tool"] for r in rows})
+    alone = tools[0] if len(tools) == 1 else None
     lines = [
         "# kube-proxy (IPVS mode) against ipvs-agent (API mode)",
         "",
+    ]
+    if alone:
+        lines += [
+            f"**A run of {alone} alone** (`SVCNET_BENCH_TOOLS={alone}`): no figures of the other tool, so no "
+            "ratios, and the goals that compare the two are not judged here; the comparison is in "
+            "[kube-proxy.md](kube-proxy.md).",
+            "",
+        ]
+    lines += [
         f"Written by `make bench-vs-kube-proxy` (tests/vm/bench-kube-proxy.sh) on {date.today().isoformat()}, "
         f"on a {cpus}-core host: the real kube-proxy v1.37.2 and ipvs-agent, one after the other, each in a fresh "
         "network namespace of the same QEMU kernel (software emulation, 2 vCPUs), both following the same real "
@@ -160,7 +172,10 @@ def main():
         "",
         "How each figure is taken (tests/vm/guest/bench-kube-proxy.sh): the process is started, the table is "
         "polled every 0.1 s until `default/kubernetes` (10.96.0.1:443) is there, then every 0.5 s until every "
-        "virtual and real server is (counted in /proc/net/ip_vs, confirmed with `ipvsadm-save`); a sync with no change is the growth of `kubeproxy_sync_proxy_rules_duration_seconds`'s sum "
+        "virtual and real server is (counted in /proc/net/ip_vs, confirmed with `ipvsadm-save`); the agent's "
+        "time from its first list to `default/kubernetes` is read from its log, from the line that starts its read "
+        "of `default/kubernetes` on its own (its first request for the lists) to the end of the sync that "
+        "programmed it (issue 13 asks for it within one second of the first list); a sync with no change is the growth of `kubeproxy_sync_proxy_rules_duration_seconds`'s sum "
         "over that of its count across the next periodic sync; the updates are one EndpointSlice PATCH a second "
         "(plain HTTP through `kubectl proxy` on the host), sent at that pace whether or not the earlier ones are "
         "in, and each is timed on its own from just before its request until `ipvsadm -Ln -t` shows its new real "
@@ -178,6 +193,8 @@ def main():
         run = {"services": n, "kubeProxy": kp, "svcnet": sv, "ratios": {}}
         for label, key, unit in [
             ("start to `default/kubernetes`", "kubernetesSeconds", " s"),
+            ("first list to `default/kubernetes` (the agent's log)", "kubernetesAfterFirstListSeconds", " s"),
+            ("start to the first log line (the agent's own start)", "startToFirstLogLineSeconds", " s"),
             ("start to the complete table", "completeSeconds", " s"),
             ("one sync with no change", "idleSyncSeconds", " s"),
             ("programming latency p50", "latencyP50Seconds", " s"),
@@ -215,10 +232,17 @@ def main():
                 continue
             kp, sv = run["kubeProxy"] or {}, run["svcnet"] or {}
             r = run["ratios"].get(key)
+            if alone and key != "kubernetesSeconds":
+                verdicts.append(f"N={run['services']:,}: not judged ({alone} alone)")
+                continue
             if key == "completeSeconds":
                 ok = r is not None and r >= 10
             elif key == "kubernetesSeconds":
-                ok = sv.get(key) is not None and sv[key] <= 1.0
+                after_list = sv.get("kubernetesAfterFirstListSeconds")
+                ok = after_list is not None and after_list <= 1.0
+                verdicts.append(f"N={run['services']:,}: {'met' if ok else 'NOT met'} "
+                                f"({fmt(after_list, ' s')} after the first list, {fmt(sv.get(key), ' s')} after start)")
+                continue
             elif key == "latencyP99Seconds":
                 ok = r is not None and r >= 5
             else:

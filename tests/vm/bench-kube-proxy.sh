@@ -20,7 +20,8 @@
 # Environment: VM_MEM (default 3072 MiB), VM_SMP (default 2), VM_TIMEOUT
 # (default 7200 s per N), SVCNET_BENCH_UPDATES, SVCNET_BENCH_TOOLS (default
 # "kube-proxy,svcnet"; one of them alone is for profiling, and then the
-# report has no ratios), SVCNET_BENCH_FULL_TIMEOUT (default 3000 s: how long
+# report, benchmarks/kube-proxy-TOOL-alone.md and .json, has no ratios),
+# SVCNET_BENCH_FULL_TIMEOUT (default 3000 s: how long
 # a tool may take to program the complete table). Each tool's log is kept in
 # target/vm/out/bench-kube-proxy/TOOL-N.log.
 set -euo pipefail
@@ -90,8 +91,9 @@ for n in $(printf '%s\n' "${sizes[@]}" | sort -n); do
     cp "$results" "$repo/target/vm/out/bench-kube-proxy-results.json"
 done
 
-# A run of one tool alone has no ratios: its report stays out of benchmarks/.
+# A run of one tool alone has no ratios: its report goes beside the
+# comparison's, named for the tool (benchmarks/kube-proxy-svcnet-alone).
 report="benchmarks/kube-proxy"
-[[ ${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet} == kube-proxy,svcnet ]] || report="target/vm/out/bench-kube-proxy/one-tool"
+[[ ${SVCNET_BENCH_TOOLS:-kube-proxy,svcnet} == kube-proxy,svcnet ]] || report="benchmarks/kube-proxy-${SVCNET_BENCH_TOOLS}-alone"
 python3 "$here/bench-kube-proxy-report.py" "$results" "$repo/$report" "$(nproc)"
 say "wrote $report.md and $report.json"

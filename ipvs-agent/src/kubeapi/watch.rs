@@ -125,6 +125,9 @@ fn streams(client: kube::Client, node_name: &str) -> [BoxStream<'static, WatchUp
 /// requests at once); `None` (logged) when they cannot be read, as the
 /// lists bring them anyway.
 async fn kubernetes_read(client: kube::Client) -> Option<WatchUpdate> {
+    // The first request of the agent's lists: "within one second of the
+    // first list" (issue 13) counts from this line.
+    tracing::info!("reading default/kubernetes and its EndpointSlices on their own, ahead of the lists");
     let service_params = ListParams::default()
         .fields("metadata.name=kubernetes")
         .labels(SERVICE_SELECTOR);

@@ -49,6 +49,22 @@ UPDATE_INTERVAL_MS="${SVCNET_BENCH_UPDATE_INTERVAL_MS:-1000}"
 vm_kube_prepare "$API_PORT" || vm_finish
 
 now() { cut -d' ' -f1 /proc/uptime; }
+# The wall clock's second edge against the uptime, to place a log line's
+# time (UTC, to the microsecond) on the uptime scale the figures use
+# (busybox's date has no fractions of a second): EDGE_UP is the uptime at
+# which the UTC time of day was EDGE_SOD seconds.
+edge_second=$(date +%s)
+while [[ $(date +%s) == "$edge_second" ]]; do :; done
+read -r EDGE_UP _ </proc/uptime
+EDGE_SOD=$(($(date -u +%s) % 86400))
+# log_uptime LINE-TIME: a log line's time (2026-11-27T20:41:01.460889Z) on
+# the uptime scale.
+log_uptime() {
+    awk -v t="$1" -v up="$EDGE_UP" -v sod="$EDGE_SOD" 'BEGIN {
+        s = substr(t, 12, 2) * 3600 + substr(t, 15, 2) * 60 + substr(t, 18, 9)
+        d = s - sod; if (d < -43200) d += 86400; if (d > 43200) d -= 86400
+        printf "%.2f\n", up + d }'
+}
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # counts NS: "virtual-servers real-servers", from /proc/net/ip_vs (one read
@@ -137,6 +153,20 @@ svcnet_nft_figures() {
         /nftables table inet svcnet synced/ { if (first == "") { first = ms(); first_at = at() - start } else nft = nft (nft == "" ? "" : ",") ms(); next }
         /sync complete/ { if (first == "") syncs += ms(); else upd = upd (upd == "" ? "" : ",") ms() }
         END { printf "%s %d %s %s %s\n", (first == "" ? "null" : first), syncs, (nft == "" ? "-" : nft), (upd == "" ? "-" : upd), (first == "" ? "null" : sprintf("%.2f", first_at)) }'
+}
+
+# svcnet_k8s_after_first_list LOG: the seconds from the agent's first list
+# request (its read of default/kubernetes on its own, the log line that
+# says so) to the end of the sync that programmed it (the first "sync
+# complete" after "read on its own"): issue 13's "within one second of the
+# first list". "null" when the log has not both.
+svcnet_k8s_after_first_list() {
+    sed -e 's/\x1b\[[0-9;]*m//g' "$1" | awk '
+        function at(   t) { t = substr($1, 12, 15); return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
+        /reading default\/kubernetes and its EndpointSlices on their own/ && began == "" { began = at() }
+        /default\/kubernetes read on its own/ { read = 1 }
+        /sync complete/ && read && began != "" && done == "" { done = at() }
+        END { if (began == "" || done == "") print "null"; else printf "%.2f\n", done - began }'
 }
 
 # patch_slice SERVICE FIRST-IP: the slice's first endpoint becomes FIRST-IP
@@ -305,8 +335,17 @@ phase() {
     if [[ $tool == svcnet ]]; then
         local first syncs nft upd first_at
         read -r first syncs nft upd first_at < <(svcnet_nft_figures "/run/$tool.log")
-        rules=",\"nftFromEmptyMs\":$first,\"syncsFromEmptyMs\":$syncs,\"nftAfterUpdatesMs\":[${nft//-/}],\"syncsAfterUpdatesMs\":[${upd//-/}],\"rulesCompleteSeconds\":$first_at"
-        vm_info "svcnet: table inet svcnet from empty in $first ms, $first_at s after its first log line (its IPVS syncs until then: $syncs ms)"
+        # The log's first line placed on the uptime scale: the process's
+        # own start (before it logs anything), and the nftables table's
+        # time from the start rather than from that line.
+        local first_line startup after_list
+        first_line="$(log_uptime "$(sed -e 's/\x1b\[[0-9;]*m//g' "/run/$tool.log" | awk 'NR == 1 { print $1 }')")"
+        startup="$(elapsed "$start" "$first_line")"
+        [[ $first_at == null ]] || first_at="$(awk -v a="$startup" -v b="$first_at" 'BEGIN { printf "%.2f", a + b }')"
+        after_list="$(svcnet_k8s_after_first_list "/run/$tool.log")"
+        rules=",\"startToFirstLogLineSeconds\":$startup,\"kubernetesAfterFirstListSeconds\":$after_list,\"nftFromEmptyMs\":$first,\"syncsFromEmptyMs\":$syncs,\"nftAfterUpdatesMs\":[${nft//-/}],\"syncsAfterUpdatesMs\":[${upd//-/}],\"rulesCompleteSeconds\":$first_at"
+        vm_info "svcnet: its first log line $startup s after its start; default/kubernetes programmed $after_list s after its first list request"
+        vm_info "svcnet: table inet svcnet from empty in $first ms, $first_at s after its start (its IPVS syncs until then: $syncs ms)"
     fi
     local cpu rss
     read -r cpu rss < <(cpu_rss "$pid")
