@@ -367,6 +367,11 @@ EOF
     vm_info "$mode: UDP rollout: $(grep -c . "/run/roll-$mode.txt") datagrams; after the new pod was ready:" \
         "$(awk -v t="$t_replace" '$2 >= t {n[$3]++} END {for (k in n) printf "%s %d, ", k, n[k]}' "/run/roll-$mode.txt")" \
         "$ROLL_LOST lost, $ROLL_LOST_LATE of them after the new pod's first answer (datagram ${first_new:-none})"
+    # The Service and its pod go now, so the next proxy's run starts from
+    # the same cluster as this one's (the namespace controller takes its
+    # time over the namespace, and its Service stayed programmed).
+    "${KUBECTL[@]}" delete service udp-roll -n "$k8s_ns" >/dev/null 2>&1
+    "${KUBECTL[@]}" delete pod --all -n "$k8s_ns" --grace-period=0 --force >/dev/null 2>&1
     "${KUBECTL[@]}" delete namespace "$k8s_ns" --wait=false >/dev/null 2>&1
     for pid in $(ip netns pids roll-new); do kill "$pid" 2>/dev/null || true; done
 }
