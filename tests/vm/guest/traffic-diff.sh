@@ -217,7 +217,8 @@ world_down() {
 # proxy writes is read: kube-proxy writes its ipsets (one `ipset add` process
 # an entry) and then its iptables rules after its IPVS table, in the same
 # sync, so a settle on IPVS alone could start the matrix with its masquerade
-# and loop-back sets half written (a CI run saw two early rows differ).
+# and loop-back sets half written (the likely cause of a CI run whose first
+# and third rows differed).
 # iptables-save without -c and ipset save carry no counters; nft's ruleset
 # does, so only its lines are counted.
 snapshot() {
