@@ -139,34 +139,28 @@ kube_proxy_rules() {
     echo "$complete $took $(grep -c '^add ' /run/kp.ipset) $(cat /run/kp.iptables /run/kp.ip6tables | grep -c '^-A')"
 }
 
-# svcnet_nft_figures LOG: from the agent's log, "first-nft-ms syncs-ms
-# update-nft-ms-list update-sync-ms-list first-nft-at": the first nf_tables
-# transaction (after the first full sync, from empty), the IPVS syncs
-# before it summed, the transactions and syncs after it (comma-separated,
-# "-" when none), and the seconds from the log's first line to the first
-# transaction's.
-svcnet_nft_figures() {
+# svcnet_log_figures LOG: from the agent's log, "first-nft-ms syncs-ms
+# update-nft-ms-list update-sync-ms-list first-nft-at k8s-after-list":
+# the first nf_tables transaction (after the first full sync, from empty),
+# the IPVS syncs before it summed, the transactions and syncs after it
+# (comma-separated, "-" when none), the seconds from the log's first line
+# to the first transaction's, and the seconds from the agent's first list
+# request (its read of default/kubernetes on its own, the log line that
+# says so) to the end of the sync that programmed it (the first "sync
+# complete" after "read on its own"): issue 13's "within one second of the
+# first list". "null" for a figure the log has not.
+svcnet_log_figures() {
     sed -e 's/\x1b\[[0-9;]*m//g' "$1" | awk '
         function ms(   m) { match($0, /duration_ms=[0-9]+/); return substr($0, RSTART + 12, RLENGTH - 12) + 0 }
         function at(   t) { t = substr($1, 12, 15); return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
         NR == 1 { start = at() }
-        /nftables table inet svcnet synced/ { if (first == "") { first = ms(); first_at = at() - start } else nft = nft (nft == "" ? "" : ",") ms(); next }
-        /sync complete/ { if (first == "") syncs += ms(); else upd = upd (upd == "" ? "" : ",") ms() }
-        END { printf "%s %d %s %s %s\n", (first == "" ? "null" : first), syncs, (nft == "" ? "-" : nft), (upd == "" ? "-" : upd), (first == "" ? "null" : sprintf("%.2f", first_at)) }'
-}
-
-# svcnet_k8s_after_first_list LOG: the seconds from the agent's first list
-# request (its read of default/kubernetes on its own, the log line that
-# says so) to the end of the sync that programmed it (the first "sync
-# complete" after "read on its own"): issue 13's "within one second of the
-# first list". "null" when the log has not both.
-svcnet_k8s_after_first_list() {
-    sed -e 's/\x1b\[[0-9;]*m//g' "$1" | awk '
-        function at(   t) { t = substr($1, 12, 15); return substr(t, 1, 2) * 3600 + substr(t, 4, 2) * 60 + substr(t, 7) }
         /reading default\/kubernetes and its EndpointSlices on their own/ && began == "" { began = at() }
         /default\/kubernetes read on its own/ { read = 1 }
         /sync complete/ && read && began != "" && done == "" { done = at() }
-        END { if (began == "" || done == "") print "null"; else printf "%.2f\n", done - began }'
+        /nftables table inet svcnet synced/ { if (first == "") { first = ms(); first_at = at() - start } else nft = nft (nft == "" ? "" : ",") ms(); next }
+        /sync complete/ { if (first == "") syncs += ms(); else upd = upd (upd == "" ? "" : ",") ms() }
+        END { printf "%s %d %s %s %s %s\n", (first == "" ? "null" : first), syncs, (nft == "" ? "-" : nft), (upd == "" ? "-" : upd),
+              (first == "" ? "null" : sprintf("%.2f", first_at)), (began == "" || done == "" ? "null" : sprintf("%.2f", done - began)) }'
 }
 
 # patch_slice SERVICE FIRST-IP: the slice's first endpoint becomes FIRST-IP
@@ -333,16 +327,15 @@ phase() {
     vm_pass "$tool: $UPDATES updates" "p50 $p50 s, p99 $p99 s"
 
     if [[ $tool == svcnet ]]; then
-        local first syncs nft upd first_at
-        read -r first syncs nft upd first_at < <(svcnet_nft_figures "/run/$tool.log")
+        local first syncs nft upd first_at after_list
+        read -r first syncs nft upd first_at after_list < <(svcnet_log_figures "/run/$tool.log")
         # The log's first line placed on the uptime scale: the process's
         # own start (before it logs anything), and the nftables table's
         # time from the start rather than from that line.
-        local first_line startup after_list
+        local first_line startup
         first_line="$(log_uptime "$(sed -e 's/\x1b\[[0-9;]*m//g' "/run/$tool.log" | awk 'NR == 1 { print $1 }')")"
         startup="$(elapsed "$start" "$first_line")"
         [[ $first_at == null ]] || first_at="$(awk -v a="$startup" -v b="$first_at" 'BEGIN { printf "%.2f", a + b }')"
-        after_list="$(svcnet_k8s_after_first_list "/run/$tool.log")"
         rules=",\"startToFirstLogLineSeconds\":$startup,\"kubernetesAfterFirstListSeconds\":$after_list,\"nftFromEmptyMs\":$first,\"syncsFromEmptyMs\":$syncs,\"nftAfterUpdatesMs\":[${nft//-/}],\"syncsAfterUpdatesMs\":[${upd//-/}],\"rulesCompleteSeconds\":$first_at"
         vm_info "svcnet: its first log line $startup s after its start; default/kubernetes programmed $after_list s after its first list request"
         vm_info "svcnet: table inet svcnet from empty in $first ms, $first_at s after its start (its IPVS syncs until then: $syncs ms)"
