@@ -101,7 +101,9 @@ def nftables_section(runs):
         if kp_complete is None and kp:
             # A save of rules kube-proxy had not finished is no figure.
             restore = kp["rulesRestoreSeconds"] = None
-        if kp_complete is None:
+        if not kp:
+            restored, kp_at = "not run", "not run"
+        elif kp_complete is None:
             restored = (f"not measured: incomplete after the timeout ({kp.get('ipsetEntries', 'n/a')} ipset entries, "
                         f"{kp.get('iptablesRules', 'n/a')} rules then)")
             kp_at = "not complete"
