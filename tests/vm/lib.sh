@@ -430,10 +430,14 @@ vm_tcp_backend() {
 
 # vm_udp_backend NS PORT [NAME]: socat, one process per datagram, IPv4 and
 # IPv6; the answer is followed by an empty datagram that ends the client's
-# wait (socat shut-null / null-eof).
+# wait (socat shut-null / null-eof). The answering shell reads the request
+# before it answers: socat writes the datagram to the shell's input, and a
+# shell that has already answered and exited makes that write fail (EPIPE),
+# which can end socat before it sends the answer (seen once in a .ci/run of the
+# conntrack test: "socat E write(6, …, 8): Broken pipe", no answer).
 vm_udp_backend() {
     local ns="$1" port="$2" name="${3:-$1}"
-    vm_bg "$ns" socat "UDP6-RECVFROM:$port,fork,ipv6only=0,shut-null" "SYSTEM:echo $name"
+    vm_bg "$ns" socat "UDP6-RECVFROM:$port,fork,ipv6only=0,shut-null" "SYSTEM:head -c 1 >/dev/null; echo $name"
     _vm_wait_port "$ns" udp "$port"
 }
 
@@ -481,8 +485,8 @@ vm_udp_request() {
     local ns="$1" addr="$2" port="$3" t="${4:-5}" reply target
     if [[ $addr == *:* ]]; then target="UDP6:[$addr]:$port"; else target="UDP4:$addr:$port"; fi
     reply="$(echo request | vm_in "$ns" timeout "$t" socat -t "$t" - "$target,null-eof" 2>/dev/null | head -n 1)" || true
-    # socat now and then fails to send ("write: Broken pipe", nothing sent):
-    # one more try.
+    # No answer now and then before vm_udp_backend read the request first
+    # (the backend's socat: "write: Broken pipe"): one more try all the same.
     [[ -n $reply ]] || reply="$(echo request | vm_in "$ns" timeout "$t" socat -t "$t" - "$target,null-eof" 2>/dev/null | head -n 1)" || true
     [[ -n $reply ]] || return 1
     printf '%s\n' "$reply"
