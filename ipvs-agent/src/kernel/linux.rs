@@ -11,10 +11,17 @@
 //! `observe_virtual_servers` reads only the virtual servers asked for: a
 //! GET_SERVICE and a GET_DEST dump each, one `sendmsg` per virtual server.
 //!
-//! `apply` keeps the operations' order: runs of IPVS operations go to the
-//! kernel as batches (an AddVirtualServer and the AddRealServers that follow
-//! it can share one `sendmsg`, since the kernel handles messages in order),
-//! and so do runs of address operations, in their place between them.
+//! `apply` sends the IPVS operations and the address operations at once, on
+//! two threads, each kind in the plan's order and in batches (an
+//! AddVirtualServer and the AddRealServers that follow it can share one
+//! `sendmsg`, since the kernel handles messages in order). Neither kind
+//! needs the other (a virtual server may sit on an address not bound yet),
+//! and they take different kernel locks (the IPVS mutex; RTNL), so on a
+//! node with two CPUs the addresses cost no time of their own: binding
+//! thousands of addresses on one link is the slower half, since the kernel
+//! walks the link's address list for each. kube-proxy binds a Service's
+//! address before it adds its virtual server; the table and the addresses
+//! after a sync are the same.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -26,11 +33,11 @@ use super::addresses::{AddressChange, AddressSocket};
 use super::conntrack::ConntrackSocket;
 use super::convert::{self, Unrepresentable};
 use super::error::{GenlError, LinkError};
-use super::genl::IpvsSocket;
+use super::genl::{Answer, IpvsSocket};
 use super::link::{KubeIpvs0, KUBE_IPVS0};
 use super::socket::SocketStats;
 use crate::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
-use crate::netlink::DestEntry;
+use crate::netlink::{DestEntry, IpvsMessage};
 
 /// Counters for metrics, cumulative since the dataplane was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -158,11 +165,16 @@ impl LinuxDataplane {
         Ok(skipped)
     }
 
-    /// Carry out a run of IPVS operations as batches.
-    fn apply_ipvs(&mut self, operations: &[Operation], report: &mut ApplyReport) {
+    /// The IPVS requests of `operations`, with the operations they carry
+    /// out; an operation the kernel's format cannot express fails here.
+    fn ipvs_requests<'a>(
+        &mut self,
+        operations: &[&'a Operation],
+        report: &mut ApplyReport,
+    ) -> (Vec<IpvsMessage>, Vec<&'a Operation>) {
         let mut messages = Vec::with_capacity(operations.len());
         let mut sent = Vec::with_capacity(operations.len());
-        for operation in operations {
+        for &operation in operations {
             match convert::request(operation) {
                 Ok(Some(message)) => {
                     messages.push(message);
@@ -176,16 +188,48 @@ impl LinuxDataplane {
                 ),
             }
         }
-        let answers = self.ipvs.execute(messages);
-        for (operation, answer) in sent.into_iter().zip(answers) {
-            match answer {
-                Ok(_) => self.succeed(report),
+        (messages, sent)
+    }
+
+    /// Send `messages` to IPVS and `changes` to `kube-ipvs0` (link `index`)
+    /// at once, each on its own thread, or on this one when the other has
+    /// nothing to do or no thread can be started.
+    fn execute_both(
+        &mut self,
+        messages: Vec<IpvsMessage>,
+        index: Option<u32>,
+        changes: &[AddressChange],
+    ) -> (Vec<Answer>, Vec<Result<(), LinkError>>) {
+        let Some(index) = index.filter(|_| !changes.is_empty()) else {
+            return (self.ipvs.execute(messages), Vec::new());
+        };
+        if messages.is_empty() {
+            return (Vec::new(), self.addresses.execute(index, changes));
+        }
+        let ipvs = &mut self.ipvs;
+        // The thread's, or this one's if no thread can be started.
+        let addresses = std::sync::Mutex::new(&mut self.addresses);
+        let bind = || {
+            let mut addresses = addresses.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            addresses.execute(index, changes)
+        };
+        std::thread::scope(|scope| {
+            match std::thread::Builder::new()
+                .name("kube-ipvs0".into())
+                .spawn_scoped(scope, bind)
+            {
+                Ok(binder) => {
+                    let answers = ipvs.execute(messages);
+                    let results = binder.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (answers, results)
+                }
                 Err(error) => {
-                    self.counters.netlink_errors += 1;
-                    self.fail(report, operation, error.into());
+                    log::debug!("no thread for kube-ipvs0's addresses ({error}): binding them first");
+                    let results = bind();
+                    (ipvs.execute(messages), results)
                 }
             }
-        }
+        })
     }
 
     fn succeed(&mut self, report: &mut ApplyReport) {
@@ -198,48 +242,36 @@ impl LinuxDataplane {
         report.failed.push((operation.clone(), error));
     }
 
-    /// Carry out a run of address operations as batches. The link is
-    /// made sure of (created if missing) when the run binds an address;
-    /// `index` caches its index for the rest of the apply. A run that only
-    /// unbinds, on a link that does not exist, has nothing to do.
-    async fn apply_addresses(&mut self, operations: &[Operation], index: &mut Option<u32>, report: &mut ApplyReport) {
-        let (operations, changes): (Vec<&Operation>, Vec<AddressChange>) = (operations.iter())
-            .filter_map(|operation| address_change(operation).map(|change| (operation, change)))
-            .unzip();
-        let binds = changes.iter().any(|change| matches!(change, AddressChange::Bind(_)));
-        let link_index = match *index {
-            Some(link_index) => Ok(Some(link_index)),
-            None if binds => self.ensure_link().await.map(Some),
-            None => {
-                let found = self.link.index().await;
-                self.link_result(found)
-            }
+    /// The index of `kube-ipvs0` for `operations` (address operations
+    /// only), made sure of (created if missing) when one of them binds. None
+    /// when there is nothing to do: no address operation, or only unbinds on
+    /// a link that does not exist (they succeed); or when the link cannot be
+    /// had (they fail, with why).
+    async fn address_link(&mut self, operations: &[&Operation], report: &mut ApplyReport) -> Option<u32> {
+        if operations.is_empty() {
+            return None;
+        }
+        let binds = (operations.iter()).any(|operation| matches!(operation, Operation::BindAddress { .. }));
+        let link_index = if binds {
+            self.ensure_link().await.map(Some)
+        } else {
+            let found = self.link.index().await;
+            self.link_result(found)
         };
-        let link_index = match link_index {
-            Ok(Some(link_index)) => link_index,
+        match link_index {
+            Ok(Some(link_index)) => Some(link_index),
             Ok(None) => {
                 for _ in operations {
                     self.succeed(report);
                 }
-                return;
+                None
             }
             Err(error) => {
                 let message = error.to_string();
-                for operation in operations {
+                for &operation in operations {
                     self.fail(report, operation, DataplaneError::Address(message.clone()));
                 }
-                return;
-            }
-        };
-        *index = Some(link_index);
-        let results = self.addresses.execute(link_index, &changes);
-        for (operation, result) in operations.into_iter().zip(results) {
-            match result {
-                Ok(()) => self.succeed(report),
-                Err(error) => {
-                    self.counters.netlink_errors += 1;
-                    self.fail(report, operation, error.into());
-                }
+                None
             }
         }
     }
@@ -274,36 +306,6 @@ fn address_change(operation: &Operation) -> Option<AddressChange> {
     }
 }
 
-fn is_address(operation: &Operation) -> bool {
-    address_change(operation).is_some()
-}
-
-/// A stretch of operations `apply` carries out in one go.
-#[derive(Debug, PartialEq, Eq)]
-enum Run<'a> {
-    /// Consecutive address operations (batched rtnetlink).
-    Addresses(&'a [Operation]),
-    /// Consecutive IPVS operations (batched generic netlink).
-    Ipvs(&'a [Operation]),
-}
-
-/// Split `operations` into runs, keeping their order.
-fn runs(operations: &[Operation]) -> Vec<Run<'_>> {
-    let mut runs = Vec::new();
-    let mut rest = operations;
-    while let Some(first) = rest.first() {
-        let address = is_address(first);
-        let len = rest
-            .iter()
-            .position(|op| is_address(op) != address)
-            .unwrap_or(rest.len());
-        let (run, after) = rest.split_at(len);
-        runs.push(if address { Run::Addresses(run) } else { Run::Ipvs(run) });
-        rest = after;
-    }
-    runs
-}
-
 impl Dataplane for LinuxDataplane {
     async fn observe(&mut self) -> Result<IpvsTable, DataplaneError> {
         let mut table = IpvsTable::new();
@@ -336,11 +338,32 @@ impl Dataplane for LinuxDataplane {
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
         let mut report = ApplyReport::default();
-        let mut index = None;
-        for run in runs(operations) {
-            match run {
-                Run::Addresses(operations) => self.apply_addresses(operations, &mut index, &mut report).await,
-                Run::Ipvs(operations) => self.apply_ipvs(operations, &mut report),
+        let (address_operations, ipvs_operations): (Vec<&Operation>, Vec<&Operation>) = operations
+            .iter()
+            .partition(|operation| address_change(operation).is_some());
+        let index = self.address_link(&address_operations, &mut report).await;
+        let changes: Vec<AddressChange> = match index {
+            Some(_) => address_operations.iter().filter_map(|op| address_change(op)).collect(),
+            None => Vec::new(),
+        };
+        let (messages, sent) = self.ipvs_requests(&ipvs_operations, &mut report);
+        let (answers, results) = self.execute_both(messages, index, &changes);
+        for (operation, answer) in sent.into_iter().zip(answers) {
+            match answer {
+                Ok(_) => self.succeed(&mut report),
+                Err(error) => {
+                    self.counters.netlink_errors += 1;
+                    self.fail(&mut report, operation, error.into());
+                }
+            }
+        }
+        for (operation, result) in address_operations.into_iter().zip(results) {
+            match result {
+                Ok(()) => self.succeed(&mut report),
+                Err(error) => {
+                    self.counters.netlink_errors += 1;
+                    self.fail(&mut report, operation, error.into());
+                }
             }
         }
         report
@@ -366,39 +389,5 @@ impl Dataplane for LinuxDataplane {
         let report = socket.clean_udp(frontends);
         self.counters.netlink_errors += report.errors;
         report
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use svcnet_core::proxy::{Protocol, VirtualServerKey};
-
-    use super::*;
-
-    #[test]
-    fn consecutive_operations_of_one_kind_form_one_run() {
-        let vs = VirtualServerKey::new(Protocol::Tcp, "10.96.0.10".parse().unwrap(), 80);
-        let address = vs.address;
-        let ops = vec![
-            Operation::BindAddress { address },
-            Operation::DeleteVirtualServer { virtual_server: vs },
-            Operation::DeleteRealServer {
-                virtual_server: vs,
-                real_server: "10.244.1.1:80".parse().unwrap(),
-            },
-            Operation::UnbindAddress { address },
-            Operation::BindAddress { address },
-            Operation::DeleteVirtualServer { virtual_server: vs },
-        ];
-        assert_eq!(
-            runs(&ops),
-            vec![
-                Run::Addresses(&ops[..1]),
-                Run::Ipvs(&ops[1..3]),
-                Run::Addresses(&ops[3..5]),
-                Run::Ipvs(&ops[5..]),
-            ]
-        );
-        assert!(runs(&[]).is_empty());
     }
 }
