@@ -17,9 +17,9 @@
 //! `sendmsg`, since the kernel handles messages in order). Neither kind
 //! needs the other (a virtual server may sit on an address not bound yet),
 //! and they take different kernel locks (the IPVS mutex; RTNL), so on a
-//! node with two CPUs the addresses cost no time of their own: binding
-//! thousands of addresses on one link is the slower half, since the kernel
-//! walks the link's address list for each. kube-proxy binds a Service's
+//! node with two CPUs the two overlap. From empty that matters: binding
+//! thousands of addresses on one link is as slow as the IPVS work, since
+//! the kernel walks the link's address list for each. kube-proxy binds a Service's
 //! address before it adds its virtual server; the table and the addresses
 //! after a sync are the same.
 
