@@ -19,9 +19,9 @@
 //! and they take different kernel locks (the IPVS mutex; RTNL), so on a
 //! node with two CPUs the two overlap. From empty that matters: binding
 //! thousands of addresses on one link is as slow as the IPVS work, since
-//! the kernel walks the link's address list for each. kube-proxy binds a Service's
-//! address before it adds its virtual server; the table and the addresses
-//! after a sync are the same.
+//! the kernel walks the link's address list for each. kube-proxy binds a
+//! Service's address before it adds its virtual server; the table and the
+//! addresses after a sync are the same.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -232,6 +232,22 @@ impl LinuxDataplane {
         })
     }
 
+    /// Count the kernel's answer to `operation` in `report`.
+    fn record<E: Into<DataplaneError>>(
+        &mut self,
+        report: &mut ApplyReport,
+        operation: &Operation,
+        answer: Result<(), E>,
+    ) {
+        match answer {
+            Ok(()) => self.succeed(report),
+            Err(error) => {
+                self.counters.netlink_errors += 1;
+                self.fail(report, operation, error.into());
+            }
+        }
+    }
+
     fn succeed(&mut self, report: &mut ApplyReport) {
         report.applied += 1;
         self.counters.operations_applied += 1;
@@ -349,22 +365,10 @@ impl Dataplane for LinuxDataplane {
         let (messages, sent) = self.ipvs_requests(&ipvs_operations, &mut report);
         let (answers, results) = self.execute_both(messages, index, &changes);
         for (operation, answer) in sent.into_iter().zip(answers) {
-            match answer {
-                Ok(_) => self.succeed(&mut report),
-                Err(error) => {
-                    self.counters.netlink_errors += 1;
-                    self.fail(&mut report, operation, error.into());
-                }
-            }
+            self.record(&mut report, operation, answer.map(drop));
         }
         for (operation, result) in address_operations.into_iter().zip(results) {
-            match result {
-                Ok(()) => self.succeed(&mut report),
-                Err(error) => {
-                    self.counters.netlink_errors += 1;
-                    self.fail(&mut report, operation, error.into());
-                }
-            }
+            self.record(&mut report, operation, result);
         }
         report
     }
