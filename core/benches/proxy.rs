@@ -9,6 +9,11 @@
 //!   plus a full diff (what a naive proxy does), a full diff alone, and the
 //!   incremental path (recompute the one Service's fragment in the
 //!   `DesiredIndex`, then `plan_changes` over what it reports, then apply);
+//! - the nftables ruleset after one endpoint change, two ways: built whole
+//!   again (`desired_ruleset`, what `run` did after every sync before the
+//!   ruleset was kept), and kept by the sync machine beside the desired
+//!   table (`SyncMachine::update_service` with `keep_ruleset`: the
+//!   Service's fragment and set elements);
 //! - rendering the whole table as `ipvsadm-save -n` text.
 //!
 //! Criterion measures every scenario. Then, in the same run, each is timed
@@ -26,6 +31,8 @@ use std::time::{Duration, Instant};
 use svcnet_core::api::endpoint_slice::{Endpoint, EndpointPort, SERVICE_NAME_LABEL};
 use svcnet_core::api::service::ServicePort;
 use svcnet_core::api::{EndpointSlice, Service};
+use svcnet_core::proxy::nftables::desired_ruleset;
+use svcnet_core::proxy::sync_loop::{SyncMachine, SyncSettings};
 use svcnet_core::proxy::{
     apply_plan, desired_table, ipvsadm_save, plan, plan_changes, DesiredIndex, IpvsTable, NodeInfo, PlanContext,
     PlanState, ProxyConfig,
@@ -103,6 +110,9 @@ struct World {
     /// endpoint at a time.
     index: DesiredIndex,
     incremental_kernel: IpvsTable,
+    /// A sync machine keeping the nftables ruleset beside the desired
+    /// table, for the kept-ruleset scenario.
+    machine: SyncMachine,
 }
 
 impl World {
@@ -120,7 +130,12 @@ impl World {
         changed_slices[CHANGED as usize] = slice(CHANGED, 1);
         let desired_changed = desired_table(&services, &changed_slices, &node, &config).table;
         let index = DesiredIndex::build(&services, &slices, &node, &config);
+        let settings = SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30));
+        let mut machine = SyncMachine::new(config.clone(), node.clone(), settings);
+        machine.keep_ruleset();
+        machine.rebuild(&services, &slices, node.clone());
         World {
+            machine,
             kernel: desired.clone(),
             incremental_kernel: desired.clone(),
             services,
@@ -157,6 +172,14 @@ impl World {
         *state = planned.state;
         planned.operations.len()
     }
+
+    /// One endpoint change fed to the sync machine, which keeps the
+    /// desired table and the nftables ruleset up to date.
+    fn kept_ruleset_change(&mut self, generation: u32) {
+        let moved = slice(CHANGED, generation);
+        let svc = &self.services[CHANGED as usize];
+        self.machine.update_service(&svc.key(), Some((svc, &[&moved])));
+    }
 }
 
 fn criterion_benches(c: &mut Criterion, world: &mut World) {
@@ -189,6 +212,16 @@ fn criterion_benches(c: &mut Criterion, world: &mut World) {
     group.bench_function("ipvsadm_save_text", |b| {
         b.iter(|| black_box(ipvsadm_save(&world.desired)))
     });
+    group.bench_function("one_endpoint_nftables_ruleset_rebuilt", |b| {
+        b.iter(|| {
+            black_box(desired_ruleset(
+                &world.services,
+                &world.changed_slices,
+                &world.node,
+                &world.config,
+            ))
+        })
+    });
     group.finish();
 
     let mut group = c.benchmark_group("proxy_one_endpoint_incremental");
@@ -201,6 +234,16 @@ fn criterion_benches(c: &mut Criterion, world: &mut World) {
                 generation
             },
             |g| world.incremental_change(*g, &mut state),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("sync_machine_update_service_with_ruleset", |b| {
+        b.iter_batched_ref(
+            || {
+                generation += 1;
+                generation
+            },
+            |g| world.kept_ruleset_change(*g),
             BatchSize::SmallInput,
         )
     });
@@ -307,6 +350,28 @@ fn figures(world: &mut World) -> Vec<Figure> {
         operations,
     });
     let (ns, _) = median(5, || {
+        let (t, table) = timed(|| desired_ruleset(&world.services, &world.changed_slices, &world.node, &world.config));
+        black_box(table);
+        (t, 0)
+    });
+    out.push(Figure {
+        name: "one endpoint changes: nftables ruleset rebuilt whole",
+        what: "desired_ruleset over every Service again (what run did after each sync before it kept the ruleset)",
+        ns,
+        operations: 0,
+    });
+    let (ns, _) = median(201, || {
+        generation += 1;
+        let (t, ()) = timed(|| world.kept_ruleset_change(generation));
+        (t, 0)
+    });
+    out.push(Figure {
+        name: "one endpoint changes: desired table and nftables ruleset kept",
+        what: "SyncMachine::update_service with keep_ruleset: the Service's fragment and set elements",
+        ns,
+        operations: 0,
+    });
+    let (ns, _) = median(5, || {
         let (t, text) = timed(|| ipvsadm_save(&world.desired));
         black_box(text);
         (t, 0)
@@ -342,6 +407,8 @@ fn results_dir() -> PathBuf {
 fn write_results(figures: &[Figure], real_servers: usize) -> std::io::Result<PathBuf> {
     let speedup = find(figures, "one endpoint changes: full rebuild + full diff")
         / find(figures, "one endpoint changes: incremental");
+    let ruleset_speedup = find(figures, "one endpoint changes: nftables ruleset rebuilt whole")
+        / find(figures, "one endpoint changes: desired table and nftables ruleset kept");
     let json = serde_json::json!({
         "benchmark": "cargo bench --bench proxy",
         "unit": "nanoseconds per run (median of rounds, std::time::Instant)",
@@ -355,6 +422,7 @@ fn write_results(figures: &[Figure], real_servers: usize) -> std::io::Result<Pat
             "planOperations": f.operations,
         })).collect::<Vec<_>>(),
         "incrementalSpeedupOverFullRebuild": speedup,
+        "keptRulesetSpeedupOverRebuild": ruleset_speedup,
     });
     let mut md = format!(
         "# Proxy benchmarks\n\n\
@@ -374,7 +442,9 @@ fn write_results(figures: &[Figure], real_servers: usize) -> std::io::Result<Pat
         ));
     }
     md.push_str(&format!(
-        "\nOne endpoint change, incremental vs full rebuild + full diff: **{speedup:.0}× faster**.\n"
+        "\nOne endpoint change, incremental vs full rebuild + full diff: **{speedup:.0}× faster**.\n\
+         The nftables ruleset after one endpoint change, kept one Service at a time (with the desired\n\
+         table) vs built whole again: **{ruleset_speedup:.0}× faster**.\n"
     ));
     let dir = results_dir();
     std::fs::create_dir_all(&dir)?;

@@ -44,6 +44,9 @@ pub struct AgentSettings {
     /// `--conntrack-cleanup`: delete stale UDP conntrack entries after
     /// syncs that change UDP Services.
     pub conntrack_cleanup: bool,
+    /// Table `inet svcnet` is kept: the sync loop keeps its ruleset up to
+    /// date with the desired table ([`SyncLoop::ruleset`]).
+    pub nftables: bool,
 }
 
 /// The running agent.
@@ -117,6 +120,9 @@ impl<D: Dataplane> Agent<D> {
         let mut sync = SyncLoop::new(dataplane, settings.proxy.clone(), node, settings.sync, metrics.clone());
         sync.restore_plan_state(plan_state);
         sync.set_conntrack_cleanup(settings.conntrack_cleanup);
+        if settings.nftables {
+            sync.keep_ruleset();
+        }
         let next_poll = now.plus(poll_period(&settings.sync));
         let next_full_read = now.plus(settings.sync.sync_period);
         let plan_state_writer = PlanStateWriter::new(cluster.state_file().map(state::plan_state_path));

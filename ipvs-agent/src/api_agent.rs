@@ -43,6 +43,9 @@ pub struct ApiSettings {
     /// `--conntrack-cleanup`: delete stale UDP conntrack entries after
     /// syncs that change UDP Services.
     pub conntrack_cleanup: bool,
+    /// Table `inet svcnet` is kept: the sync loop keeps its ruleset up to
+    /// date with the desired table ([`SyncLoop::ruleset`]).
+    pub nftables: bool,
 }
 
 /// The running agent in API mode.
@@ -70,6 +73,9 @@ impl<D: Dataplane> ApiAgent<D> {
         let mut sync = SyncLoop::new(dataplane, settings.proxy, node, settings.sync, metrics.clone());
         sync.restore_plan_state(plan_state);
         sync.set_conntrack_cleanup(settings.conntrack_cleanup);
+        if settings.nftables {
+            sync.keep_ruleset();
+        }
         ApiAgent {
             cache,
             sync,

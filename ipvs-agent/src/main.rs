@@ -301,6 +301,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         proxy: masquerading_proxy_config(common, &args.masquerade, args.drain_timeout.as_secs()),
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
         conntrack_cleanup: args.conntrack_cleanup,
+        nftables: nftables.kept(),
     };
     let dataplane = run_dataplane(&args).await?;
     let mut agent = Agent::start(cluster, plan_state, dataplane, settings, metrics.clone(), clock.now())?;
@@ -346,18 +347,17 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `run`'s table `inet svcnet`, as `--nftables` asks (on by default),
-/// with the same proxy settings as the IPVS table.
+/// `run`'s table `inet svcnet`, as `--nftables` asks (on by default); its
+/// ruleset is the one the sync loop keeps beside the IPVS table, with the
+/// same proxy settings.
 fn nftables_sync(args: &RunArgs, metrics: Arc<Metrics>) -> Result<NftablesSync, Failure> {
-    let config = masquerading_proxy_config(&args.common, &args.masquerade, args.drain_timeout.as_secs());
-    NftablesSync::start(args.nftables_mode(), config, metrics, NftApplier::open).map_err(|e| failure(e, KERNEL))
+    NftablesSync::start(args.nftables_mode(), metrics, NftApplier::open).map_err(|e| failure(e, KERNEL))
 }
 
 /// [`NftablesSync::sync`] from the standalone control plane.
 fn sync_nftables_standalone(nftables: &mut NftablesSync, agent: &Agent<LinuxDataplane>) -> Result<bool, Failure> {
-    let cp = agent.control_plane();
     nftables
-        .sync(cp.services(), cp.endpoint_slices(), agent.sync_loop().node())
+        .sync(agent.sync_loop().ruleset())
         .map_err(|e| failure(e, KERNEL))
 }
 
@@ -372,9 +372,8 @@ fn sync_nftables_api(
     if !agent.synced() || reports.iter().all(|r| r.additions_only) {
         return Ok(true);
     }
-    let cache = agent.cache();
     nftables
-        .sync(cache.services(), cache.slices(), agent.sync_loop().node())
+        .sync(agent.sync_loop().ruleset())
         .map_err(|e| failure(e, KERNEL))
 }
 
@@ -433,6 +432,7 @@ async fn run_api(
         sync: SyncSettings::new(args.min_sync_period, args.sync_period),
         plan_state_file,
         conntrack_cleanup: args.conntrack_cleanup,
+        nftables: nftables.kept(),
     };
     let dataplane = run_dataplane(args).await?;
     tracing::info!(node = %settings.node_name, "API mode: waiting for the first lists of Services, EndpointSlices and the Node");

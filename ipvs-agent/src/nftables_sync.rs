@@ -9,9 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use svcnet_core::api::{endpoint_slice::EndpointSlice, service::Service};
-use svcnet_core::proxy::nftables::{desired_ruleset, Table};
-use svcnet_core::proxy::{NodeInfo, ProxyConfig};
+use svcnet_core::proxy::nftables::Table;
 use thiserror::Error;
 
 use crate::kernel::nft::{NftApplier, NftError, NftSyncOutcome};
@@ -84,32 +82,28 @@ enum State<A> {
     Unavailable,
 }
 
-/// Keeps table `inet svcnet` what the core computes from the Services,
-/// slices and node the IPVS table comes from, one transaction per change.
+/// Keeps table `inet svcnet` the ruleset the core keeps beside the desired
+/// IPVS table (`SyncLoop::ruleset`), one transaction per change.
 #[derive(Debug)]
 pub struct NftablesSync<A = NftApplier> {
     state: State<A>,
     mode: NftablesMode,
-    config: ProxyConfig,
     metrics: Arc<Metrics>,
 }
 
 impl<A: TableApplier> NftablesSync<A> {
-    /// Starts in `mode` with the rules' settings from `config` (cluster
-    /// CIDRs, masquerade all), opening the applier with `open` unless the
-    /// mode is [`NftablesMode::Off`]. A kernel without netfilter netlink is
+    /// Starts in `mode`, opening the applier with `open` unless the mode is
+    /// [`NftablesMode::Off`]. A kernel without netfilter netlink is
     /// an error when the mode is [`NftablesMode::Required`], else warned;
     /// any other failure to open is an error.
     pub fn start(
         mode: NftablesMode,
-        config: ProxyConfig,
         metrics: Arc<Metrics>,
         open: impl FnOnce() -> Result<A, NftError>,
     ) -> Result<Self, NftablesError> {
         let mut sync = NftablesSync {
             state: State::Off,
             mode,
-            config,
             metrics,
         };
         if mode == NftablesMode::Off {
@@ -133,23 +127,24 @@ impl<A: TableApplier> NftablesSync<A> {
         }
     }
 
-    /// After a sync: the table made what the core computes from
-    /// `services`, `slices` and `node`. False when the transaction failed
-    /// (logged; the next sync replaces the table whole); true too when the
-    /// table is off or nf_tables missing. An error when the kernel turns
-    /// out to have no nf_tables and `--nftables` was given.
-    pub fn sync<'a>(
-        &mut self,
-        services: impl IntoIterator<Item = &'a Service>,
-        slices: impl IntoIterator<Item = &'a EndpointSlice>,
-        node: &NodeInfo,
-    ) -> Result<bool, NftablesError> {
-        let State::Kept(applier) = &mut self.state else {
+    /// Whether the table is kept (so the sync loop should keep its
+    /// ruleset): not when it is off, nor when the kernel has no nf_tables.
+    pub fn kept(&self) -> bool {
+        matches!(self.state, State::Kept(_))
+    }
+
+    /// After a sync: the table made `desired`, the ruleset the core keeps
+    /// beside the desired IPVS table (`None` when it is not kept, and then
+    /// nothing is done). False when the transaction failed (logged; the
+    /// next sync replaces the table whole); true too when the table is off
+    /// or nf_tables missing. An error when the kernel turns out to have no
+    /// nf_tables and `--nftables` was given.
+    pub fn sync(&mut self, desired: Option<&Table>) -> Result<bool, NftablesError> {
+        let (State::Kept(applier), Some(table)) = (&mut self.state, desired) else {
             return Ok(true);
         };
         let started = Instant::now();
-        let table = desired_ruleset(services, slices, node, &self.config);
-        match applier.sync(&table) {
+        match applier.sync(table) {
             Ok(NftSyncOutcome::Unchanged) => Ok(true),
             Ok(outcome) => {
                 let duration_ms = started.elapsed().as_millis() as u64;

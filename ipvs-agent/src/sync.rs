@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use svcnet_core::api::{EndpointSlice, Service};
 use svcnet_core::family::IpFamily;
+use svcnet_core::proxy::nftables::Table;
 use svcnet_core::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine};
 use svcnet_core::proxy::watch_cache::WatchCache;
 use svcnet_core::proxy::{CleanupSchedule, NodeInfo, PlanState, ProxyConfig, ProxyWarning};
@@ -142,6 +143,17 @@ impl<D: Dataplane> SyncLoop<D> {
     /// The node the loop programs for.
     pub fn node(&self) -> &NodeInfo {
         self.machine.node()
+    }
+
+    /// Keeps the nftables ruleset of the desired state too, from the next
+    /// rebuild on; see [`SyncMachine::keep_ruleset`].
+    pub fn keep_ruleset(&mut self) {
+        self.machine.keep_ruleset();
+    }
+
+    /// The nftables ruleset of the desired state, when it is kept.
+    pub fn ruleset(&self) -> Option<&Table> {
+        self.machine.ruleset()
     }
 
     /// The dataplane.

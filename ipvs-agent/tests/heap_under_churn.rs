@@ -110,6 +110,7 @@ async fn the_agents_memory_follows_the_services_alive_not_the_changes_made() {
         proxy: ProxyConfig::default(),
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(10)),
         conntrack_cleanup: true,
+        nftables: true,
     };
     let mut now = Time(5_000_000);
     let metrics = Arc::new(Metrics::default());

@@ -14,7 +14,7 @@ use ipvs_agent::metrics::Metrics;
 use ipvs_agent::nftables::{NftRefusal, Operation};
 use ipvs_agent::nftables_sync::{NftablesMode, NftablesSync, TableApplier};
 use std::sync::Arc;
-use svcnet_core::proxy::nftables::Table;
+use svcnet_core::proxy::nftables::{RulesetIndex, Table};
 use svcnet_core::proxy::{NodeInfo, ProxyConfig};
 
 /// A kernel whose netfilter netlink has no nf_tables subsystem: every
@@ -43,20 +43,16 @@ fn a_kernel_without_nf_tables_is_warned_about_once() {
 
     // No netfilter netlink: the socket does not open.
     let metrics = Arc::new(Metrics::default());
-    let mut no_protocol =
-        NftablesSync::<NoSubsystem>::start(NftablesMode::ByDefault, ProxyConfig::default(), metrics.clone(), || {
-            Err(NftError::Io(std::io::Error::from_raw_os_error(libc::EPROTONOSUPPORT)))
-        })
-        .unwrap();
+    let mut no_protocol = NftablesSync::<NoSubsystem>::start(NftablesMode::ByDefault, metrics.clone(), || {
+        Err(NftError::Io(std::io::Error::from_raw_os_error(libc::EPROTONOSUPPORT)))
+    })
+    .unwrap();
     // No nf_tables subsystem: the first transaction is refused.
-    let mut no_subsystem =
-        NftablesSync::start(NftablesMode::ByDefault, ProxyConfig::default(), metrics.clone(), || {
-            Ok(NoSubsystem)
-        })
-        .unwrap();
+    let mut no_subsystem = NftablesSync::start(NftablesMode::ByDefault, metrics.clone(), || Ok(NoSubsystem)).unwrap();
+    let ruleset = RulesetIndex::new(&node, &ProxyConfig::default());
     for _ in 0..5 {
-        assert!(no_protocol.sync([], [], &node).unwrap());
-        assert!(no_subsystem.sync([], [], &node).unwrap());
+        assert!(no_protocol.sync(Some(ruleset.table())).unwrap());
+        assert!(no_subsystem.sync(Some(ruleset.table())).unwrap());
     }
 
     let text = log.text();

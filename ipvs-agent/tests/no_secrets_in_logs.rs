@@ -230,6 +230,7 @@ async fn api_mode(kubeconfig: PathBuf) -> Vec<String> {
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
         plan_state_file: None,
         conntrack_cleanup: true,
+        nftables: false,
     };
     let metrics = Arc::new(Metrics::new(Duration::from_secs(60)));
     let mut agent = ApiAgent::new(settings, PlanState::default(), NoKernel, metrics);

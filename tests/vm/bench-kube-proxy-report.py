@@ -183,7 +183,8 @@ def main():
         "",
         "How each figure is taken (tests/vm/guest/bench-kube-proxy.sh): the process is started, the table is "
         "polled every 0.1 s until `default/kubernetes` (10.96.0.1:443) is there, then every 0.5 s until every "
-        "virtual and real server is (counted in /proc/net/ip_vs, confirmed with `ipvsadm-save`); the agent's "
+        "virtual and real server is (counted in /proc/net/ip_vs, read in one read() and counted with grep, the "
+        "time taken when the read that saw it complete returned; confirmed with `ipvsadm-save`); the agent's "
         "time from its first list to `default/kubernetes` is read from its log, from the line that starts its read "
         "of `default/kubernetes` on its own (its first request for the lists) to the end of the sync that "
         "programmed it (issue 13 asks for it within one second of the first list); a sync with no change is the growth of `kubeproxy_sync_proxy_rules_duration_seconds`'s sum "

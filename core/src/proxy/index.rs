@@ -66,12 +66,27 @@ impl DesiredIndex {
         node: &NodeInfo,
         config: &ProxyConfig,
     ) -> DesiredIndex {
+        DesiredIndex::build_with(services, slices, node, config, |_, _, _| {})
+    }
+
+    /// [`DesiredIndex::build`], showing `each` every Service with its
+    /// slices and fragment as they go in (the nftables ruleset is built
+    /// from the same).
+    pub fn build_with<'s, 'e>(
+        services: impl IntoIterator<Item = &'s Service>,
+        slices: impl IntoIterator<Item = &'e EndpointSlice>,
+        node: &NodeInfo,
+        config: &ProxyConfig,
+        mut each: impl FnMut(&Service, &[&EndpointSlice], &ServiceFragment),
+    ) -> DesiredIndex {
         let groups = slices_by_service(slices);
         let mut index = DesiredIndex::new();
         for svc in services {
             let key = svc.key();
             let slices = groups.get(&key).map(Vec::as_slice).unwrap_or_default();
-            index.set(key, service_fragment(svc, slices, node, config));
+            let fragment = service_fragment(svc, slices, node, config);
+            each(svc, slices, &fragment);
+            index.set(key, fragment);
         }
         index
     }

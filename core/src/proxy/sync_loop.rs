@@ -18,7 +18,8 @@
 //! - The first sync reads the kernel and adopts what is there: a full
 //!   [`plan()`] from the observed table, no flush; a table that already
 //!   matches gets no operations.
-//! - Desired-state changes update a [`DesiredIndex`] and are synced with
+//! - Desired-state changes update a [`DesiredIndex`] (and, when asked, the
+//!   nftables ruleset beside it: [`SyncMachine::keep_ruleset`]) and are synced with
 //!   [`plan_changes`], looking only at what changed, at most once per
 //!   `min_sync_period` (changes in between are coalesced). Between full reads
 //!   the machine keeps its own copy of the kernel's table, updated with
@@ -46,6 +47,8 @@
 //!   exponential backoff (`backoff_base` doubling up to `backoff_cap`).
 //! - Virtual servers the plan does not own are never touched.
 
+use super::nftables::elements::service_elements;
+use super::nftables::{RulesetIndex, Table};
 use super::{
     apply_operation, plan, plan_changes, Changes, DesiredIndex, IpvsTable, NodeInfo, Operation, Plan, PlanContext,
     PlanState, ProxyConfig, ProxyWarning, VirtualServer, VirtualServerKey,
@@ -213,6 +216,8 @@ pub struct SyncMachine {
     node: NodeInfo,
     settings: SyncSettings,
     index: DesiredIndex,
+    /// The nftables ruleset of the desired state, when kept.
+    ruleset: Option<RulesetIndex>,
     state: PlanState,
     /// The kernel's table as last read, with accepted operations applied.
     observed: Option<IpvsTable>,
@@ -239,6 +244,7 @@ impl SyncMachine {
             node,
             settings,
             index: DesiredIndex::new(),
+            ruleset: None,
             state: PlanState::default(),
             observed: None,
             pending: Changes::default(),
@@ -295,6 +301,21 @@ impl SyncMachine {
         self.state = state;
     }
 
+    /// Keeps the nftables ruleset of the desired state too, from the next
+    /// [`SyncMachine::rebuild`] on (call before it): [`SyncMachine::ruleset`]
+    /// then follows each change of a Service for the cost of that
+    /// Service's elements, as the desired table does.
+    pub fn keep_ruleset(&mut self) {
+        self.ruleset
+            .get_or_insert_with(|| RulesetIndex::new(&self.node, &self.proxy));
+    }
+
+    /// The nftables ruleset of the desired state, when it is kept
+    /// ([`SyncMachine::keep_ruleset`]).
+    pub fn ruleset(&self) -> Option<&Table> {
+        self.ruleset.as_ref().map(RulesetIndex::table)
+    }
+
     /// Rebuilds the whole desired table (at start, or when the node
     /// changed); the next sync is full.
     pub fn rebuild<'a>(
@@ -303,7 +324,15 @@ impl SyncMachine {
         slices: impl IntoIterator<Item = &'a EndpointSlice>,
         node: NodeInfo,
     ) {
-        self.index = DesiredIndex::build(services, slices, &node, &self.proxy);
+        match &mut self.ruleset {
+            None => self.index = DesiredIndex::build(services, slices, &node, &self.proxy),
+            Some(ruleset) => {
+                *ruleset = RulesetIndex::new(&node, &self.proxy);
+                self.index = DesiredIndex::build_with(services, slices, &node, &self.proxy, |svc, slices, fragment| {
+                    ruleset.set_service(svc.key(), service_elements(svc, slices, &node, fragment));
+                });
+            }
+        }
         self.node = node;
         self.pending = Changes::default();
         self.full_due = true;
@@ -314,8 +343,20 @@ impl SyncMachine {
     /// at the next partial sync.
     pub fn update_service(&mut self, key: &str, service: Option<(&Service, &[&EndpointSlice])>) {
         let changes = match service {
-            Some((svc, slices)) => self.index.update(svc, slices, &self.node, &self.proxy),
-            None => self.index.remove(key),
+            Some((svc, slices)) => {
+                let changes = self.index.update(svc, slices, &self.node, &self.proxy);
+                let key = svc.key();
+                if let (Some(ruleset), Some(fragment)) = (&mut self.ruleset, self.index.fragment(&key)) {
+                    ruleset.set_service(key, service_elements(svc, slices, &self.node, fragment));
+                }
+                changes
+            }
+            None => {
+                if let Some(ruleset) = &mut self.ruleset {
+                    ruleset.remove_service(key);
+                }
+                self.index.remove(key)
+            }
         };
         self.pending.extend(changes);
     }

@@ -3,6 +3,7 @@ use crate::memory::MemoryDataplane;
 use std::fs;
 use std::path::{Path, PathBuf};
 use svcnet_core::controlplane::ClusterConfig;
+use svcnet_core::proxy::nftables::desired_ruleset;
 use svcnet_core::proxy::{Operation, Protocol, VirtualServerKey};
 
 const WEB: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {type: NodePort, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}\n";
@@ -20,6 +21,7 @@ fn settings() -> AgentSettings {
         proxy: ProxyConfig::default(),
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
         conntrack_cleanup: true,
+        nftables: true,
     }
 }
 
@@ -89,6 +91,14 @@ fn web_vs(agent: &Agent<MemoryDataplane>) -> VirtualServerKey {
     VirtualServerKey::new(Protocol::Tcp, ip, 80)
 }
 
+/// The nftables ruleset the sync loop keeps, one Service at a time, is the
+/// one built whole from the control plane.
+fn assert_ruleset_follows_the_control_plane(agent: &Agent<MemoryDataplane>) {
+    let (cp, node) = (agent.control_plane(), agent.sync_loop().node());
+    let whole = desired_ruleset(cp.services(), cp.endpoint_slices(), node, &ProxyConfig::default());
+    assert_eq!(agent.sync_loop().ruleset(), Some(&whole));
+}
+
 #[tokio::test]
 async fn programs_the_manifests_and_follows_file_changes() {
     let (dir, file) = setup();
@@ -96,6 +106,7 @@ async fn programs_the_manifests_and_follows_file_changes() {
     assert!(dir.path().join("state.json").exists(), "saved at start");
     let report = agent.step(T0).await.unwrap();
     assert!(report.full && report.succeeded());
+    assert_ruleset_follows_the_control_plane(&agent);
     let web = web_vs(&agent);
     let kernel = &agent.sync_loop().dataplane().table;
     assert_eq!(kernel.virtual_servers[&web].real_servers.len(), 2);
@@ -124,6 +135,7 @@ async fn programs_the_manifests_and_follows_file_changes() {
     );
     let kernel = &agent.sync_loop().dataplane().table;
     assert_eq!(kernel.virtual_servers[&web].real_servers.len(), 1);
+    assert_ruleset_follows_the_control_plane(&agent);
     assert_eq!(agent.step(at(2)).await, None, "nothing changed");
     let saved = fs::read_to_string(dir.path().join("state.json")).unwrap();
     let web_ip = &agent.control_plane().service("default", "web").unwrap().spec.cluster_ip;

@@ -2,6 +2,7 @@ use super::*;
 use crate::memory::MemoryDataplane;
 use std::time::Duration;
 use svcnet_core::controlplane::{ClusterConfig, ControlPlane};
+use svcnet_core::proxy::nftables::desired_ruleset;
 use svcnet_core::proxy::watch_cache::{Watched, WatchedKind};
 use svcnet_core::proxy::{plan, IpvsTable, PlanContext, PlanState};
 
@@ -29,6 +30,7 @@ fn agent(dataplane: MemoryDataplane) -> ApiAgent<MemoryDataplane> {
         sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
         plan_state_file: None,
         conntrack_cleanup: true,
+        nftables: true,
     };
     ApiAgent::new(settings, PlanState::default(), dataplane, Arc::new(Metrics::default()))
 }
@@ -104,6 +106,14 @@ fn assert_programmed_and_the_stale_service_gone(agent: &ApiAgent<MemoryDataplane
         .all(|k| k.address.to_string() != "10.96.0.99"));
 }
 
+/// The nftables ruleset the sync loop keeps, one Service at a time, is the
+/// one built whole from the watch cache.
+fn assert_ruleset_follows_the_cache(agent: &ApiAgent<MemoryDataplane>) {
+    let (cache, node) = (agent.cache(), agent.sync_loop().node());
+    let whole = desired_ruleset(cache.services(), cache.slices(), node, &ProxyConfig::default());
+    assert_eq!(agent.sync_loop().ruleset(), Some(&whole));
+}
+
 #[tokio::test]
 async fn nothing_is_touched_before_every_first_list_has_arrived() {
     let cp = cluster();
@@ -171,6 +181,7 @@ async fn kubernetes_goes_first_then_the_rest_and_the_stale_service_goes() {
     let reports = agent.step(at(1)).await;
     assert!(reports.len() == 1 && reports[0].full && reports[0].succeeded());
     assert_programmed_and_the_stale_service_gone(&agent);
+    assert_ruleset_follows_the_cache(&agent);
 }
 
 #[tokio::test]
@@ -225,6 +236,37 @@ async fn a_relist_after_410_removes_only_what_it_did_not_list() {
         .keys()
         .all(|k| k.address.to_string() != "10.96.0.20"));
     assert_eq!(&dp.table, agent.sync_loop().desired());
+    assert_ruleset_follows_the_cache(&agent);
+}
+
+#[tokio::test]
+async fn the_ruleset_follows_an_endpoint_change_and_a_deleted_service() {
+    let mut cp = cluster();
+    let mut agent = agent(MemoryDataplane::default());
+    first_lists(&mut agent, &cp, &ALL);
+    agent.step(at(0)).await;
+    assert_ruleset_follows_the_cache(&agent);
+    let hairpins = |agent: &ApiAgent<MemoryDataplane>| {
+        let ruleset = agent.sync_loop().ruleset().unwrap();
+        ruleset.set("hairpin-v4").unwrap().elements.len()
+    };
+    assert_eq!(hairpins(&agent), 1, "web-1 on node-a");
+
+    let second = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-2, labels: {app: web}}\nspec: {nodeName: node-a}\nstatus: {phase: Running, podIPs: [{ip: 10.244.1.12}], conditions: [{type: Ready, status: \"True\"}]}\n";
+    cp.apply_manifest(second).unwrap();
+    for slice in cp.endpoint_slices_for("default", "web") {
+        agent.handle(WatchUpdate::Applied(Watched::EndpointSlice(Box::new(slice.clone()))));
+    }
+    agent.step(at(2)).await;
+    assert_ruleset_follows_the_cache(&agent);
+    assert_eq!(hairpins(&agent), 2, "web-2 too");
+
+    let web = cp.service("default", "web").unwrap().clone();
+    cp.delete_service("default", "web").unwrap();
+    agent.handle(WatchUpdate::Deleted(Watched::Service(Box::new(web))));
+    agent.step(at(4)).await;
+    assert_ruleset_follows_the_cache(&agent);
+    assert_eq!(hairpins(&agent), 0, "web is gone");
 }
 
 /// The test cluster with a UDP Service `dns` (10.96.0.10:53), and a
@@ -260,6 +302,7 @@ async fn api_mode_cleans_stale_udp_entries_unless_turned_off() {
             sync: SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)),
             plan_state_file: None,
             conntrack_cleanup: enabled,
+            nftables: false,
         };
         let dataplane = MemoryDataplane {
             conntrack: vec![stale],
@@ -326,4 +369,5 @@ async fn the_first_lists_are_programmed_as_they_arrive_and_conntrack_waits_for_t
         "the stale entry is deleted after the full sync"
     );
     assert_eq!(&dp.table, agent.sync_loop().desired());
+    assert_ruleset_follows_the_cache(&agent);
 }

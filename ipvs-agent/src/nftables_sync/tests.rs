@@ -9,6 +9,8 @@ use std::rc::Rc;
 use super::*;
 use crate::nftables::error::{EAFNOSUPPORT, ENOENT, EOPNOTSUPP, EPERM};
 use crate::nftables::{NftRefusal, Operation};
+use svcnet_core::proxy::nftables::RulesetIndex;
+use svcnet_core::proxy::{NodeInfo, ProxyConfig};
 
 /// Answers each sync with the next scripted result (`Unchanged` once they
 /// run out) and counts the syncs.
@@ -61,7 +63,7 @@ fn start(mode: NftablesMode, open: Result<Answers, NftError>) -> Started {
     let calls = Rc::new(Cell::new(0));
     let metrics = Arc::new(Metrics::default());
     let counter = calls.clone();
-    let sync = NftablesSync::start(mode, ProxyConfig::default(), metrics.clone(), || {
+    let sync = NftablesSync::start(mode, metrics.clone(), || {
         open.map(|answers| Scripted {
             answers: answers.into(),
             calls: counter,
@@ -71,7 +73,7 @@ fn start(mode: NftablesMode, open: Result<Answers, NftError>) -> Started {
 }
 
 fn sync_once(sync: &mut NftablesSync<Scripted>) -> Result<bool, NftablesError> {
-    sync.sync([], [], &node())
+    sync.sync(Some(RulesetIndex::new(&node(), &ProxyConfig::default()).table()))
 }
 
 fn available(metrics: &Metrics) -> bool {
@@ -89,7 +91,7 @@ fn the_flag_gives_the_mode() {
 fn off_opens_nothing_and_syncs_nothing() {
     let metrics = Arc::new(Metrics::default());
     let opened = Cell::new(false);
-    let mut sync = NftablesSync::<Scripted>::start(NftablesMode::Off, ProxyConfig::default(), metrics.clone(), || {
+    let mut sync = NftablesSync::<Scripted>::start(NftablesMode::Off, metrics.clone(), || {
         opened.set(true);
         Err(no_protocol())
     })

@@ -10,6 +10,7 @@
 //!   the hook and priority of each base chain and why.
 //! - [`render`]: `nft` text; [`diff`]: the element changes between two
 //!   rulesets.
+//! - [`index`]: the ruleset kept up to date one Service at a time.
 //!
 //! What the rules do, as kube-proxy's do:
 //!
@@ -38,11 +39,13 @@
 pub mod chains;
 pub mod diff;
 pub mod elements;
+pub mod index;
 pub mod model;
 pub mod render;
 pub mod sets;
 
 pub use diff::{element_changes, same_shape, ElementChanges};
+pub use index::RulesetIndex;
 pub use model::Table;
 pub use render::nft_text;
 
@@ -50,7 +53,7 @@ use super::desired::{service_fragment, slices_by_service, ProxyConfig};
 use super::node::NodeInfo;
 use crate::api::{EndpointSlice, Service};
 use crate::collections::SortedMap;
-use elements::{node_elements, service_elements};
+use elements::service_elements;
 use sets::{SetKind, FAMILIES};
 
 /// The table's family.
@@ -82,20 +85,13 @@ pub fn desired_ruleset<'s, 'e>(
 ) -> Table {
     let groups = slices_by_service(slices);
     let by_key: SortedMap<String, &Service> = crate::sort::map_from(services.into_iter().map(|svc| (svc.key(), svc)));
-    let mut table = empty_table(config);
-    let mut all = node_elements(node);
+    let mut index = RulesetIndex::new(node, config);
     for (key, svc) in by_key {
         let slices = groups.get(&key).map(Vec::as_slice).unwrap_or_default();
         let fragment = service_fragment(svc, slices, node, config);
-        all.extend(service_elements(svc, slices, node, &fragment));
+        index.set_service(key, service_elements(svc, slices, node, &fragment));
     }
-    for element in all {
-        // Every kind exists in both families (`empty_table`).
-        if let Some(set) = table.set_mut(&element.kind.name(element.family)) {
-            set.elements.insert(element.element);
-        }
-    }
-    table
+    index.into_table()
 }
 
 #[cfg(test)]

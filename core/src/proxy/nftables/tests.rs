@@ -241,6 +241,14 @@ fn the_node_addresses_are_elements_too() {
     );
 }
 
+/// The cluster's manifest with the documents `keep` says (cycled over
+/// them); the Node, the first document, always stays.
+fn subset(keep: &[bool]) -> String {
+    let documents = MANIFEST.split("\n---\n").enumerate();
+    let kept = documents.filter(|(i, _)| *i == 0 || keep[*i % keep.len()]);
+    kept.map(|(_, d)| d).collect::<Vec<_>>().join("\n---\n")
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -249,12 +257,6 @@ proptest! {
     /// into the other.
     #[test]
     fn services_and_endpoints_change_only_elements(a in prop::collection::vec(any::<bool>(), 16), b in prop::collection::vec(any::<bool>(), 16)) {
-        let documents: Vec<&str> = MANIFEST.split("\n---\n").collect();
-        let subset = |keep: &[bool]| -> String {
-            // The Node (first document) always stays.
-            let kept = documents.iter().enumerate().filter(|(i, _)| *i == 0 || keep[*i % keep.len()]);
-            kept.map(|(_, d)| *d).collect::<Vec<_>>().join("\n---\n")
-        };
         let (old, new) = (ruleset(&cluster(&subset(&a)), &config()), ruleset(&cluster(&subset(&b)), &config()));
         let changes = element_changes(&old, &new);
         prop_assert!(changes.is_some());
@@ -266,6 +268,37 @@ proptest! {
             patched.set_mut(name).unwrap().elements.insert(element.clone());
         }
         prop_assert_eq!(patched, new);
+    }
+
+    /// The ruleset a sync machine keeps, built from one subset of the
+    /// cluster and then fed the other's Services one at a time (the
+    /// changed, the added, the deleted), is the ruleset built whole from
+    /// the other: no element is lost when two Services shared it, none is
+    /// left behind by a Service gone.
+    #[test]
+    fn the_ruleset_kept_one_service_at_a_time_is_the_one_built_whole(a in prop::collection::vec(any::<bool>(), 16), b in prop::collection::vec(any::<bool>(), 16)) {
+        let (old, new) = (cluster(&subset(&a)), cluster(&subset(&b)));
+        let node = new.node_info("node-a").unwrap();
+        let settings = crate::proxy::sync_loop::SyncSettings::new(
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(30),
+        );
+        let mut machine = crate::proxy::sync_loop::SyncMachine::new(config(), node.clone(), settings);
+        machine.keep_ruleset();
+        machine.rebuild(old.services(), old.endpoint_slices(), node.clone());
+        prop_assert_eq!(machine.ruleset(), Some(&ruleset(&old, &config())));
+        let groups = crate::proxy::slices_by_service(new.endpoint_slices());
+        let keys: crate::collections::SortedSet<String> = old.services().chain(new.services()).map(|s| s.key()).collect();
+        for key in keys {
+            match new.services().find(|s| s.key() == key) {
+                Some(svc) => {
+                    let slices = groups.get(&key).map(Vec::as_slice).unwrap_or_default();
+                    machine.update_service(&key, Some((svc, slices)));
+                }
+                None => machine.update_service(&key, None),
+            }
+        }
+        prop_assert_eq!(machine.ruleset(), Some(&ruleset(&new, &config())));
     }
 }
 
