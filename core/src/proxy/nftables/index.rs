@@ -1,9 +1,9 @@
 //! The ruleset kept up to date one Service at a time, as
 //! [`DesiredIndex`](crate::proxy::DesiredIndex) keeps the IPVS table.
 //!
-//! [`RulesetIndex`] holds each Service's set elements and how many owners
-//! (Services, the node) each element has, so replacing one Service's
-//! elements touches only those: after an endpoint change the agent's
+//! [`RulesetIndex`] holds each Service's set elements and, for an element
+//! more than one owner (Services, the node) needs, how many do, so
+//! replacing one Service's elements touches only those: after an endpoint change the agent's
 //! table `inet svcnet` is ready without computing every other Service's
 //! elements again. An element two Services need (the same hairpin
 //! endpoint, say) stays until neither does.
@@ -22,8 +22,9 @@ pub struct RulesetIndex {
     table: Table,
     /// Each Service's (`namespace/name`) elements.
     services: SortedMap<String, SortedSet<SetElement>>,
-    /// How many owners each element of the table has.
-    owners: SortedMap<SetElement, usize>,
+    /// How many owners each element of the table has, for those with
+    /// more than one (most have one: the table's copy is all there is).
+    shared: SortedMap<SetElement, usize>,
 }
 
 impl RulesetIndex {
@@ -33,7 +34,7 @@ impl RulesetIndex {
         let mut index = RulesetIndex {
             table: empty_table(config),
             services: SortedMap::new(),
-            owners: SortedMap::new(),
+            shared: SortedMap::new(),
         };
         for element in &node_elements(node) {
             index.add(element);
@@ -74,25 +75,25 @@ impl RulesetIndex {
     }
 
     fn add(&mut self, element: &SetElement) {
-        let owners = self.owners.entry(element.clone()).or_insert(0);
-        *owners += 1;
-        if *owners == 1 {
-            // Every kind exists in both families (`empty_table`).
-            if let Some(set) = self.table.set_mut(&element.kind.name(element.family)) {
-                set.elements.insert(element.element.clone());
-            }
+        // Every kind exists in both families (`empty_table`).
+        let Some(set) = self.table.set_mut(&element.kind.name(element.family)) else {
+            return;
+        };
+        if !set.elements.insert(element.element.clone()) {
+            *self.shared.entry(element.clone()).or_insert(1) += 1;
         }
     }
 
     fn remove(&mut self, element: &SetElement) {
-        let Some(owners) = self.owners.get_mut(element) else {
-            return;
-        };
-        *owners -= 1;
-        if *owners == 0 {
-            self.owners.remove(element);
-            if let Some(set) = self.table.set_mut(&element.kind.name(element.family)) {
-                set.elements.remove(&element.element);
+        match self.shared.get_mut(element) {
+            Some(owners) if *owners > 2 => *owners -= 1,
+            Some(_) => {
+                self.shared.remove(element);
+            }
+            None => {
+                if let Some(set) = self.table.set_mut(&element.kind.name(element.family)) {
+                    set.elements.remove(&element.element);
+                }
             }
         }
     }
