@@ -3,9 +3,9 @@
 //!
 //! [`RulesetIndex`] holds each Service's set elements and, for an element
 //! more than one owner (Services, the node) needs, how many do, so
-//! replacing one Service's elements touches only those: after an endpoint change the agent's
-//! table `inet svcnet` is ready without computing every other Service's
-//! elements again. An element two Services need (the same hairpin
+//! replacing one Service's elements touches only those: after an endpoint
+//! change the agent's table `inet svcnet` is ready without computing every
+//! other Service's elements again. An element two Services need (the same hairpin
 //! endpoint, say) stays until neither does.
 //! [`desired_ruleset`](super::desired_ruleset) builds its table through it
 //! too, so the two cannot disagree.
@@ -17,7 +17,7 @@ use crate::proxy::desired::ProxyConfig;
 use crate::proxy::node::NodeInfo;
 
 /// Per-Service set elements and the table they make up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct RulesetIndex {
     table: Table,
     /// Each Service's (`namespace/name`) elements.
