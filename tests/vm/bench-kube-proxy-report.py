@@ -182,9 +182,12 @@ def main():
            "ratios, measured in the same run."),
         "",
         "How each figure is taken (tests/vm/guest/bench-kube-proxy.sh): the process is started, the table is "
-        "polled every 0.1 s until `default/kubernetes` (10.96.0.1:443) is there, then every 0.5 s until every "
-        "virtual and real server is (counted in /proc/net/ip_vs, read in one read() and counted with grep, the "
-        "time taken when the read that saw it complete returned; confirmed with `ipvsadm-save`); the agent's "
+        "polled every 0.1 s until `default/kubernetes` (10.96.0.1:443) is there, then every 0.2 s until every "
+        "virtual and real server is (counted in /proc/net/ip_vs with grep, the time taken when the reading that "
+        "saw it complete ended; confirmed with `ipvsadm-save`; the whole table is read only once a sample of eight "
+        "Services, the last four in the apiserver's order of names and four spread over it, has its real servers "
+        "by `ipvsadm -Ln -t`, so that its readings, 0.2 to 0.4 s of the emulated CPU each at 5,000 Services, "
+        "neither slow the tool under test nor fall just before the table is complete); the agent's "
         "time from its first list to `default/kubernetes` is read from its log, from the line that starts its read "
         "of `default/kubernetes` on its own (its first request for the lists) to the end of the sync that "
         "programmed it (issue 13 asks for it within one second of the first list); a sync with no change is the growth of `kubeproxy_sync_proxy_rules_duration_seconds`'s sum "

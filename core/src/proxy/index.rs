@@ -101,6 +101,11 @@ impl DesiredIndex {
         self.table
     }
 
+    /// The Services (`namespace/name`) indexed, in order.
+    pub fn services(&self) -> impl Iterator<Item = &str> {
+        self.fragments.keys().map(String::as_str)
+    }
+
     /// The fragment of one Service (`namespace/name`).
     pub fn fragment(&self, service: &str) -> Option<&ServiceFragment> {
         self.fragments.get(service)

@@ -266,6 +266,12 @@ impl SyncMachine {
         self.index.table()
     }
 
+    /// The Services (`namespace/name`) the desired table was computed
+    /// from, in order.
+    pub fn services(&self) -> impl Iterator<Item = &str> {
+        self.index.services()
+    }
+
     /// What the desired table had to skip, and why.
     pub fn warnings(&self) -> Vec<ProxyWarning> {
         self.index.warnings()

@@ -418,7 +418,11 @@ impl WatchCache {
             // `kubernetes` is programmed already: everything at once.
             self.fed = true;
             self.kubernetes_early = None;
-            machine.rebuild(self.services.values(), self.slices.values(), self.node_info());
+            if self.adding_early && !self.node_changed {
+                self.catch_up(machine);
+            } else {
+                machine.rebuild(self.services.values(), self.slices.values(), self.node_info());
+            }
             if self.adding_early {
                 // The kernel was read at the `kubernetes` sync and the
                 // machine's copy has followed every addition since.
@@ -469,6 +473,9 @@ impl WatchCache {
                 kubernetes.into_iter().flat_map(|(_, slices)| slices),
                 self.node_info(),
             );
+            // The Node as listed is in; only a change from here on needs
+            // the whole table computed again.
+            self.node_changed = false;
         }
         let mut added = false;
         for key in std::mem::take(&mut self.changed) {
@@ -480,6 +487,26 @@ impl WatchCache {
         }
         if added {
             machine.start_additions(now);
+        }
+    }
+
+    /// Once the first lists are in, after additions while they arrived
+    /// (with the Node as it still is): the machine holds every Service
+    /// added as it was listed, so only the rest is handed over, not the
+    /// whole desired table again (at 5,000 Services as much work as all
+    /// the additions together): the Services changed since the last
+    /// additions, `default/kubernetes` as listed (it was read on its own),
+    /// and Services the machine has that the lists no longer hold.
+    fn catch_up(&mut self, machine: &mut SyncMachine) {
+        let gone: Vec<String> = (machine.services())
+            .filter(|key| !self.services.contains_key(*key))
+            .map(str::to_string)
+            .collect();
+        let mut keys = std::mem::take(&mut self.changed);
+        keys.extend(gone);
+        keys.insert(KUBERNETES.to_string());
+        for key in &keys {
+            self.update(machine, key);
         }
     }
 

@@ -328,6 +328,89 @@ fn while_the_first_lists_arrive_what_is_listed_is_added_and_nothing_else_is_touc
     assert!(!web_now(&kernel).unwrap().real_servers.contains_key(&gone));
 }
 
+/// Feeds and serves until the machine has nothing more to do.
+fn settle(cache: &mut WatchCache, m: &mut SyncMachine, kernel: &mut IpvsTable, now: Time) {
+    loop {
+        cache.feed(m, now);
+        if !m.is_syncing() {
+            return;
+        }
+        serve(m, kernel, now);
+    }
+}
+
+#[test]
+fn after_additions_the_lists_end_in_the_table_a_whole_build_gives() {
+    let mut cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    m.keep_ruleset();
+    let mut kernel = IpvsTable::default();
+
+    // `kubernetes` read on its own with an endpoint the lists no longer
+    // have.
+    let (service, mut slices) = kubernetes_of(&cp);
+    slices[0].endpoints[0].addresses = vec!["192.168.0.99".into()];
+    cache.kubernetes_read(service, slices);
+    settle(&mut cache, &mut m, &mut kernel, t(0));
+
+    // The Services and the Node are listed and added; then db goes before
+    // the slices' list is in.
+    list_all(&mut cache, &cp, &[WatchedKind::Service, WatchedKind::Node]);
+    settle(&mut cache, &mut m, &mut kernel, t(0));
+    assert!(m.services().any(|key| key == "default/db"));
+    let db = cp.service("default", "db").unwrap().clone();
+    cache.deleted(&Watched::Service(Box::new(db)));
+    cp.delete_service("default", "db").unwrap();
+    settle(&mut cache, &mut m, &mut kernel, t(0));
+    list_all(&mut cache, &cp, &[WatchedKind::EndpointSlice]);
+    settle(&mut cache, &mut m, &mut kernel, t(1));
+
+    // The same cluster listed whole at once.
+    let mut whole_cache = WatchCache::new("node-a");
+    let mut whole = machine();
+    whole.keep_ruleset();
+    let mut whole_kernel = IpvsTable::default();
+    list_all(&mut whole_cache, &cp, &ALL);
+    settle(&mut whole_cache, &mut whole, &mut whole_kernel, t(1));
+    // Its full sync follows at the next period (`kubernetes` went first).
+    assert!(whole.handle_timeout(t(3)));
+    serve(&mut whole, &mut whole_kernel, t(3));
+    assert!(!m.handle_timeout(t(3)), "the lists' full sync is done");
+
+    assert_eq!(m.desired(), whole.desired());
+    assert_eq!(m.ruleset(), whole.ruleset());
+    assert!(m.services().eq(whole.services()));
+    assert_eq!(kernel, whole_kernel);
+}
+
+#[test]
+fn a_node_changed_while_the_lists_arrive_is_the_one_the_table_is_built_for() {
+    let cp = cluster();
+    let mut cache = WatchCache::new("node-a");
+    let mut m = machine();
+    let mut kernel = IpvsTable::default();
+    let (service, slices) = kubernetes_of(&cp);
+    cache.kubernetes_read(service, slices);
+    settle(&mut cache, &mut m, &mut kernel, t(0));
+    list_all(&mut cache, &cp, &[WatchedKind::Service, WatchedKind::Node]);
+    settle(&mut cache, &mut m, &mut kernel, t(0));
+    let listed_ips = m.node().ips.clone();
+
+    let Watched::Node(mut moved) = node() else {
+        unreachable!()
+    };
+    moved.status.addresses[0].address = "192.168.0.11".into();
+    cache.applied(Watched::Node(moved));
+    list_all(&mut cache, &cp, &[WatchedKind::EndpointSlice]);
+    settle(&mut cache, &mut m, &mut kernel, t(1));
+
+    let moved_ip: IpAddr = "192.168.0.11".parse().unwrap();
+    assert_ne!(listed_ips, vec![moved_ip]);
+    assert_eq!(m.node().ips, vec![moved_ip]);
+    assert_eq!(m.node(), &cache.node_info());
+}
+
 #[test]
 fn a_kubernetes_read_of_another_service_or_proxy_is_ignored() {
     let cp = cluster();
