@@ -15,7 +15,7 @@
 //!     kernel_check bind|unbind ADDR...    BindAddress/UnbindAddress through apply()
 //!     kernel_check bind-many N            N addresses (10.120.0.0 on) bound in one apply, then again
 //!     kernel_check unbind-many N          the same N addresses unbound in one apply
-//!     kernel_check link-up                whether kube-ipvs0 exists and is up
+//!     kernel_check link-state             kube-ipvs0's state: missing, up or down
 //!     kernel_check link-delete            delete kube-ipvs0
 //!     kernel_check timeouts               GET_CONFIG as "tcp tcpfin udp"
 //!     kernel_check set-timeouts T F U     SET_CONFIG
@@ -83,10 +83,15 @@ async fn run(args: &[String]) -> Outcome {
         ["unbind", addresses @ ..] => addresses_op(addresses, false).await,
         ["bind-many", count] => many(count, true).await,
         ["unbind-many", count] => many(count, false).await,
-        ["link-up"] => {
+        ["link-state"] => {
             let dataplane = open()?;
-            let up = dataplane.link().is_up().await.map_err(|e| e.to_string())?;
-            up.then_some(()).ok_or_else(|| "kube-ipvs0 is missing or down".into())
+            let state = match dataplane.link().is_up().await.map_err(|e| e.to_string())? {
+                None => "missing",
+                Some(true) => "up",
+                Some(false) => "down",
+            };
+            println!("{state}");
+            Ok(())
         }
         ["link-delete"] => {
             let existed = open()?.delete_link().await.map_err(|e| e.to_string())?;

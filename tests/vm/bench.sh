@@ -122,8 +122,8 @@ rounds() {
         ((r == 1)) && in_ns restore-1 ipvsadm-save -n >"$B/save-restore.txt"
 
         # What ipvsadm -R leaves undone: the ClusterIPs on kube-ipvs0.
+        # The link down, as the agent and kube-proxy leave it.
         in_ns "restore-$r" ip link add kube-ipvs0 type dummy
-        in_ns "restore-$r" ip link set kube-ipvs0 up
         t0="$(vm_now_us)"
         in_ns "restore-$r" ip -batch "$B/addresses.txt"
         addr_ms+=("$(ms_since "$t0")")

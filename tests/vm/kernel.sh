@@ -53,8 +53,8 @@ plan() {
     vm_check no-kube-ipvs0-before bash -c '! ip link show kube-ipvs0 >/dev/null 2>&1'
     vm_check plan-applied-in-one-batch kernel_check plan
     ipvsadm -Ln
-    vm_check kube-ipvs0-created-up kernel_check link-up
-    vm_check kube-ipvs0-up-per-ip grep -q '<[^>]*UP' <(ip -o link show kube-ipvs0)
+    vm_check_eq kube-ipvs0-created-down down "$(kernel_check link-state)"
+    vm_check kube-ipvs0-down-per-ip bash -c "! ip -o link show kube-ipvs0 | grep -q '<[^>]*UP'"
     vm_check_eq kube-ipvs0-addresses-per-ip \
         "$(printf '%s\n' 10.96.0.10/32 10.96.0.11/32 10.96.0.12/32 fd00:10:96::20/128)" \
         "$(ip -o addr show dev kube-ipvs0 | awk '$3 == "inet" || $3 == "inet6" {print $4}' | grep -v '^fe80' | sort)"

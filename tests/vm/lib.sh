@@ -328,11 +328,11 @@ vm_node_init() {
     touch "$VM_STATE/node-init"
 }
 
-# vm_kube_ipvs0: create the dummy kube-ipvs0 and bring it up (what the agent
-# does itself; for tests that program IPVS without it). Idempotent.
+# vm_kube_ipvs0: create the dummy kube-ipvs0, down, as the agent and
+# kube-proxy create it (for tests that program IPVS without the agent).
+# Idempotent.
 vm_kube_ipvs0() {
     ip link show kube-ipvs0 >/dev/null 2>&1 || ip link add kube-ipvs0 type dummy
-    ip link set kube-ipvs0 up
 }
 
 # vm_vip_add ADDR [DEV]: bind ADDR as /32 (IPv4) or /128 (IPv6) on DEV

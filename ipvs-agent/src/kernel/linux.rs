@@ -114,8 +114,8 @@ impl LinuxDataplane {
         &self.link
     }
 
-    /// For `run` startup: make sure `kube-ipvs0` exists and is up; returns
-    /// its index.
+    /// For `run` startup: make sure `kube-ipvs0` exists (created down, as
+    /// kube-proxy's); returns its index.
     pub async fn ensure_link(&mut self) -> Result<u32, DataplaneError> {
         self.link_result(self.link.ensure().await)
     }

@@ -42,10 +42,18 @@ SETTLE_TIMEOUT=90
 
 vm_kube_prepare "$API_PORT" || vm_finish
 
-# table NS: the namespace's IPVS table and kube-ipvs0 addresses, sorted.
+# table NS: the namespace's IPVS table, kube-ipvs0's state (up, down or
+# missing) and its addresses, sorted.
 table() {
-    local ns="$1"
+    local ns="$1" flags
     ip netns exec "$ns" ipvsadm-save -n | LC_ALL=C sort
+    if ! flags="$(ip -n "$ns" -o link show kube-ipvs0 2>/dev/null)"; then
+        echo "kube-ipvs0 link: missing"
+    elif [[ $flags =~ \<([A-Z_]+,)*UP[,\>] ]]; then
+        echo "kube-ipvs0 link: up"
+    else
+        echo "kube-ipvs0 link: down"
+    fi
     echo "kube-ipvs0:"
     ip -n "$ns" -o addr show dev kube-ipvs0 2>/dev/null | awk '{print $4}' | LC_ALL=C sort
 }
@@ -86,7 +94,7 @@ compare() {
         tail -n 15 /run/kube-proxy.log
         vm_fail "$step" "the $ref namespace's table did not change" || true
     elif ((streak >= 3)); then
-        vm_pass "$step" "identical: $(grep -c '^-A' <<<"$a") virtual servers, $(grep -c '^-a' <<<"$a") real servers, $(sed -n '/^kube-ipvs0:$/,$p' <<<"$a" | grep -vc '^kube-ipvs0:') addresses; $timing"
+        vm_pass "$step" "identical: $(grep -c '^-A' <<<"$a") virtual servers, $(grep -c '^-a' <<<"$a") real servers, $(sed -n '/^kube-ipvs0:$/,$p' <<<"$a" | grep -vc '^kube-ipvs0:') addresses, $(sed -n 's/^kube-ipvs0 link: //p' <<<"$a") link; $timing"
     else
         echo "--- $step: the tables (sorted) differ: diff -u $ref $other"
         diff -u <(printf '%s\n' "$a") <(printf '%s\n' "$b") | tail -n +3 || true
