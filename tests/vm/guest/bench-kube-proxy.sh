@@ -356,6 +356,7 @@ phase() {
         kill "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
         ip netns exec "$ns" ipvsadm -C
+        ip -n "$ns" link del kube-ipvs0 2>/dev/null || true
         vm_export "$tool-$N.log" "/run/$tool.log"
         return 1
     fi
@@ -420,6 +421,12 @@ phase() {
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     ip netns exec "$ns" ipvsadm -C
+    # Its addresses go too, so the next tool starts on a kernel as clean as
+    # the first did: the kernel keeps every namespace's IPv4 addresses in
+    # one table and walks all of them after each address bound (its
+    # address-lifetime check), so the N addresses left behind would slow
+    # the next tool's binds.
+    ip -n "$ns" link del kube-ipvs0 2>/dev/null || true
     vm_export "$tool-$N.log" "/run/$tool.log"
     printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"updateTimeoutSeconds":%d,"latenciesSeconds":[%s],"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s%s}\n' \
         "$tool" "$N" "$t_k8s" "$t_full" "${idle:-null}" "$(wc -l <"/run/$tool.latencies")" "$j" "$UPDATE_TIMEOUT" \
