@@ -422,10 +422,9 @@ phase() {
     wait "$pid" 2>/dev/null
     ip netns exec "$ns" ipvsadm -C
     # Its addresses go too, so the next tool starts on a kernel as clean as
-    # the first did: the kernel keeps every namespace's IPv4 addresses in
-    # one table and walks all of them after each address bound (its
-    # address-lifetime check), so the N addresses left behind would slow
-    # the next tool's binds.
+    # the first did: this kernel keeps every namespace's IPv4 addresses in
+    # one table, and its address-lifetime check, run by a kernel worker
+    # after each address bound, walks all of them, the N left behind too.
     ip -n "$ns" link del kube-ipvs0 2>/dev/null || true
     vm_export "$tool-$N.log" "/run/$tool.log"
     printf '{"tool":"%s","services":%d,"kubernetesSeconds":%s,"completeSeconds":%s,"idleSyncSeconds":%s,"updates":%d,"updatesTried":%d,"updateTimeoutSeconds":%d,"latenciesSeconds":[%s],"latencyP50Seconds":%s,"latencyP99Seconds":%s,"cpuSeconds":%s,"maxRssKiB":%s%s}\n' \
