@@ -127,8 +127,8 @@ in_ns() {
 }
 
 # real_servers NS VIP:PORT: how many real servers `ipvsadm -Ln -t` lists
-# for the virtual server (nothing when it has none), counted by bash rather
-# than by another process.
+# for the virtual server (0 when it has none or is missing), counted by bash
+# rather than by another process.
 real_servers() {
     local line n=0
     while IFS= read -r line; do
