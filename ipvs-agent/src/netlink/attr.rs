@@ -15,7 +15,7 @@ use super::cmd::IpvsCmd;
 use super::constants::*;
 use super::dest::DestAttr;
 use super::service::ServiceAttr;
-use super::wire::{parse_nested, put};
+use super::wire::{append_nested, append_nla, parse_nested, put};
 
 /// One top-level attribute of an IPVS message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +91,20 @@ impl Nla for IpvsAttr {
             | Self::InfoVersion(value)
             | Self::InfoConnTabSize(value) => put(buffer, &value.to_ne_bytes()),
             Self::Other(nla) => nla.emit_value(buffer),
+        }
+    }
+}
+
+impl IpvsAttr {
+    /// Append this attribute to a request being written, in one pass: the
+    /// same bytes as `Emitable::emit`, without computing a nest's length
+    /// again at each level.
+    pub(crate) fn append(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Service(attrs) => append_nested(out, IPVS_CMD_ATTR_SERVICE, attrs),
+            Self::Dest(attrs) => append_nested(out, IPVS_CMD_ATTR_DEST, attrs),
+            Self::Daemon(attrs) => append_nested(out, IPVS_CMD_ATTR_DAEMON, attrs),
+            _ => append_nla(out, self),
         }
     }
 }

@@ -3,8 +3,6 @@
 //! kernel a whole plan in one `sendmsg` and match each answer by sequence
 //! number (see [`super::reply`]).
 
-use netlink_packet_core::NetlinkMessage;
-
 use super::cmd::IpvsCmd;
 use super::message::IpvsMessage;
 
@@ -55,13 +53,9 @@ impl Batch {
             cmd: message.cmd,
             dump: message.is_dump(),
         });
-        let request: NetlinkMessage<_> = message.into_request(self.family_id, seq);
-        let start = self.bytes.len();
-        self.bytes.resize(start + request.buffer_len(), 0);
-        // `buffer_len` sized the slice, which is all `serialize` needs. Every
-        // IPVS message is a multiple of 4 bytes long, so the next one starts
-        // NLMSG_ALIGNed.
-        request.serialize(&mut self.bytes[start..]);
+        // Every IPVS message is a multiple of 4 bytes long, so the next one
+        // starts NLMSG_ALIGNed.
+        message.append_request(self.family_id, seq, &mut self.bytes);
         seq
     }
 

@@ -3,10 +3,9 @@
 //! its framing into a complete netlink request.
 
 use netlink_packet_core::{
-    DecodeError, Emitable, ErrorContext, NetlinkHeader, NetlinkMessage, NlasIterator, ParseableParametrized, NLM_F_ACK,
-    NLM_F_DUMP, NLM_F_REQUEST,
+    DecodeError, Emitable, ErrorContext, NlasIterator, ParseableParametrized, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
 };
-use netlink_packet_generic::{GenlFamily, GenlHeader, GenlMessage};
+use netlink_packet_generic::{GenlFamily, GenlHeader};
 
 use super::attr::IpvsAttr;
 use super::cmd::IpvsCmd;
@@ -38,20 +37,28 @@ impl IpvsMessage {
         }
     }
 
-    /// Frame this message as a complete netlink request for the family id the
-    /// generic-netlink controller resolved for "IPVS". Flags: `NLM_F_REQUEST`
-    /// plus `NLM_F_DUMP` for a dump, else `NLM_F_ACK`, so every request gets
-    /// exactly one final answer (`NLMSG_DONE`, an ACK, or an error).
-    pub fn into_request(self, family_id: u16, seq: u32) -> NetlinkMessage<GenlMessage<IpvsMessage>> {
+    /// Append this message to `out` as a complete netlink request
+    /// (`nlmsghdr`, `genlmsghdr`, attributes) for the family id the
+    /// generic-netlink controller resolved for "IPVS", written in one pass.
+    /// Flags: `NLM_F_REQUEST` plus `NLM_F_DUMP` for a dump, else
+    /// `NLM_F_ACK`, so every request gets exactly one final answer
+    /// (`NLMSG_DONE`, an ACK, or an error). The bytes are those
+    /// `NetlinkMessage::serialize` writes for it (a test holds them equal).
+    pub fn append_request(&self, family_id: u16, seq: u32, out: &mut Vec<u8>) {
         let flags = NLM_F_REQUEST | if self.is_dump() { NLM_F_DUMP } else { NLM_F_ACK };
-        let mut header = NetlinkHeader::default();
-        header.flags = flags;
-        header.sequence_number = seq;
-        let mut genl = GenlMessage::from_payload(self);
-        genl.set_resolved_family_id(family_id);
-        let mut message = NetlinkMessage::new(header, genl.into());
-        message.finalize();
-        message
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]); // nlmsg_len, written last
+        out.extend_from_slice(&family_id.to_ne_bytes());
+        out.extend_from_slice(&flags.to_ne_bytes());
+        out.extend_from_slice(&seq.to_ne_bytes());
+        out.extend_from_slice(&0u32.to_ne_bytes()); // nlmsg_pid: the kernel
+        out.extend_from_slice(&[self.cmd.into(), IPVS_GENL_VERSION, 0, 0]);
+        for attr in &self.attrs {
+            attr.append(out);
+        }
+        // Every attribute is padded to 4 bytes, so the message is NLMSG_ALIGNed.
+        let len = (out.len() - start) as u32;
+        out[start..start + 4].copy_from_slice(&len.to_ne_bytes());
     }
 }
 

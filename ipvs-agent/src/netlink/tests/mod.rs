@@ -17,6 +17,7 @@ mod batch;
 mod config_requests;
 mod dest_requests;
 mod dump_replies;
+mod encoding;
 mod error_replies;
 mod no_panic;
 mod service_requests;

@@ -72,7 +72,7 @@ fn stats() -> impl Strategy<Value = Stats> {
     })
 }
 
-fn service_attr() -> impl Strategy<Value = ServiceAttr> {
+pub(super) fn service_attr() -> impl Strategy<Value = ServiceAttr> {
     prop_oneof![
         any::<u16>().prop_map(|v| ServiceAttr::AddressFamily(v.into())),
         any::<u16>().prop_map(|v| ServiceAttr::Protocol(v.into())),
@@ -91,7 +91,7 @@ fn service_attr() -> impl Strategy<Value = ServiceAttr> {
     ]
 }
 
-fn dest_attr() -> impl Strategy<Value = DestAttr> {
+pub(super) fn dest_attr() -> impl Strategy<Value = DestAttr> {
     prop_oneof![
         any::<[u8; 16]>().prop_map(|v| DestAttr::Addr(InetAddr(v))),
         any::<u16>().prop_map(DestAttr::Port),
