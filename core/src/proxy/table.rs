@@ -122,14 +122,22 @@ impl VirtualServerKey {
     }
 }
 
+impl VirtualServerKey {
+    /// What the order compares: the family, the protocol, the address as a
+    /// number, the port (integers compare faster than `IpAddr`'s octets,
+    /// and keys are compared at every step of the tables' maps).
+    fn order_key(&self) -> (bool, Protocol, u128, u16) {
+        let (v6, address) = match self.address {
+            IpAddr::V4(a) => (false, u128::from(u32::from(a))),
+            IpAddr::V6(a) => (true, u128::from(a)),
+        };
+        (v6, self.protocol, address, self.port)
+    }
+}
+
 impl Ord for VirtualServerKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        (self.address.is_ipv6(), self.protocol, self.address, self.port).cmp(&(
-            other.address.is_ipv6(),
-            other.protocol,
-            other.address,
-            other.port,
-        ))
+        self.order_key().cmp(&other.order_key())
     }
 }
 
@@ -499,6 +507,26 @@ mod tests {
                 "TCP/[fd00::20]:80"
             ]
         );
+    }
+
+    fn any_key() -> impl proptest::strategy::Strategy<Value = VirtualServerKey> {
+        use proptest::prelude::*;
+        let protocol = prop_oneof![Just(Protocol::Tcp), Just(Protocol::Udp), Just(Protocol::Sctp)];
+        // Few distinct values, so equal parts come up often.
+        let address = prop_oneof![
+            (0u32..4).prop_map(|n| IpAddr::from([10, 96, 0, n as u8])),
+            (0u32..4).prop_map(|n| IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, n as u16])),
+            any::<IpAddr>(),
+        ];
+        (protocol, address, 0u16..3).prop_map(|(p, a, port)| VirtualServerKey::new(p, a, port))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn keys_compare_by_family_protocol_address_and_port(a in any_key(), b in any_key()) {
+            let parts = |k: &VirtualServerKey| (k.address.is_ipv6(), k.protocol, k.address, k.port);
+            proptest::prop_assert_eq!(a.cmp(&b), parts(&a).cmp(&parts(&b)));
+        }
     }
 
     #[test]

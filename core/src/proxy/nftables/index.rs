@@ -11,8 +11,11 @@
 //! too, so the two cannot disagree.
 
 use super::elements::{node_elements, SetElement};
+use super::model::Set;
+use super::sets::SetKind;
 use super::{empty_table, Table};
 use crate::collections::{SortedMap, SortedSet};
+use crate::family::IpFamily;
 use crate::proxy::desired::ProxyConfig;
 use crate::proxy::node::NodeInfo;
 
@@ -25,16 +28,38 @@ pub struct RulesetIndex {
     /// How many owners each element of the table has, for those with
     /// more than one (most have one: the table's copy is all there is).
     shared: SortedMap<SetElement, usize>,
+    /// Where each set is in the table's list ([`slot`]), found by name
+    /// once rather than at each element.
+    positions: [Option<usize>; 2 * SetKind::ALL.len()],
+}
+
+/// The index of `kind`'s `family` variant in [`RulesetIndex::positions`].
+fn slot(kind: SetKind, family: IpFamily) -> usize {
+    // The kinds are numbered 0 to `SetKind::ALL.len() - 1` as declared.
+    2 * kind as usize
+        + match family {
+            IpFamily::IPv4 => 0,
+            IpFamily::IPv6 => 1,
+        }
 }
 
 impl RulesetIndex {
     /// The table of `node` with no Service yet: the chains `config`
     /// decides, and the node's addresses.
     pub fn new(node: &NodeInfo, config: &ProxyConfig) -> RulesetIndex {
+        let table = empty_table(config);
+        let mut positions = [None; 2 * SetKind::ALL.len()];
+        for kind in SetKind::ALL {
+            for family in [IpFamily::IPv4, IpFamily::IPv6] {
+                let name = kind.name(family);
+                positions[slot(kind, family)] = table.sets.iter().position(|set| set.name == name);
+            }
+        }
         let mut index = RulesetIndex {
-            table: empty_table(config),
+            table,
             services: SortedMap::new(),
             shared: SortedMap::new(),
+            positions,
         };
         for element in &node_elements(node) {
             index.add(element);
@@ -74,9 +99,15 @@ impl RulesetIndex {
         }
     }
 
-    fn add(&mut self, element: &SetElement) {
+    /// The table's set `element` belongs in.
+    fn set_of(&mut self, element: &SetElement) -> Option<&mut Set> {
         // Every kind exists in both families (`empty_table`).
-        let Some(set) = self.table.set_mut(&element.kind.name(element.family)) else {
+        let position = self.positions[slot(element.kind, element.family)]?;
+        self.table.sets.get_mut(position)
+    }
+
+    fn add(&mut self, element: &SetElement) {
+        let Some(set) = self.set_of(element) else {
             return;
         };
         if !set.elements.insert(element.element.clone()) {
@@ -91,7 +122,7 @@ impl RulesetIndex {
                 self.shared.remove(element);
             }
             None => {
-                if let Some(set) = self.table.set_mut(&element.kind.name(element.family)) {
+                if let Some(set) = self.set_of(element) {
                     set.elements.remove(&element.element);
                 }
             }

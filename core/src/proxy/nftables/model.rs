@@ -27,6 +27,7 @@ impl Table {
         self.sets.iter().find(|s| s.name == name)
     }
 
+    #[cfg(test)]
     pub(crate) fn set_mut(&mut self, name: &str) -> Option<&mut Set> {
         self.sets.iter_mut().find(|s| s.name == name)
     }
