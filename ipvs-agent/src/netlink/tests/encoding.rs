@@ -4,27 +4,12 @@
 //! attributes: the goldens pin the requests the agent sends, this pins the
 //! writer on everything else.
 
-use netlink_packet_core::{DefaultNla, NetlinkHeader, NetlinkMessage, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
-use netlink_packet_generic::GenlMessage;
+use netlink_packet_core::{DefaultNla, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 use proptest::prelude::*;
 
 use super::super::{Batch, IpvsAttr, IpvsCmd, IpvsMessage};
 use super::no_panic::{dest_attr, service_attr};
-use super::FAMILY;
-
-/// What netlink-packet-core writes for `message` as request `seq`.
-fn serialized(message: IpvsMessage, seq: u32) -> Vec<u8> {
-    let mut header = NetlinkHeader::default();
-    header.flags = NLM_F_REQUEST | if message.is_dump() { NLM_F_DUMP } else { NLM_F_ACK };
-    header.sequence_number = seq;
-    let mut genl = GenlMessage::from_payload(message);
-    genl.set_resolved_family_id(FAMILY);
-    let mut request = NetlinkMessage::new(header, genl.into());
-    request.finalize();
-    let mut bytes = vec![0; request.buffer_len()];
-    request.serialize(&mut bytes);
-    bytes
-}
+use super::{serialized, FAMILY};
 
 /// An attribute the kernel does not define, with any flags in its type.
 fn other_attr() -> impl Strategy<Value = DefaultNla> {
@@ -58,7 +43,8 @@ proptest! {
         let mut expected = Vec::new();
         for message in messages {
             let seq = batch.push(message.clone());
-            expected.extend(serialized(message, seq));
+            let flags = NLM_F_REQUEST | if message.is_dump() { NLM_F_DUMP } else { NLM_F_ACK };
+            expected.extend(serialized(message, seq, flags, 0));
         }
         prop_assert_eq!(batch.bytes(), &expected[..]);
     }

@@ -78,17 +78,23 @@ pub(super) fn assert_request(message: IpvsMessage, seq: u32, flags: u16, golden:
 /// Emit `message` the way the kernel frames a reply (given flags, sequence,
 /// the agent's port id) and compare with `golden`.
 pub(super) fn assert_reply_emits(message: IpvsMessage, seq: u32, flags: u16, golden: &[u8]) {
+    assert_bytes(&serialized(message, seq, flags, PORT_ID), golden);
+}
+
+/// `message` framed by netlink-packet-core's generic serializer, with
+/// these header fields.
+pub(super) fn serialized(message: IpvsMessage, seq: u32, flags: u16, port: u32) -> Vec<u8> {
     let mut header = NetlinkHeader::default();
     header.flags = flags;
     header.sequence_number = seq;
-    header.port_number = PORT_ID;
+    header.port_number = port;
     let mut genl = GenlMessage::from_payload(message);
     genl.set_resolved_family_id(FAMILY);
-    let mut reply = NetlinkMessage::new(header, genl.into());
-    reply.finalize();
-    let mut bytes = vec![0; reply.buffer_len()];
-    reply.serialize(&mut bytes);
-    assert_bytes(&bytes, golden);
+    let mut framed = NetlinkMessage::new(header, genl.into());
+    framed.finalize();
+    let mut bytes = vec![0; framed.buffer_len()];
+    framed.serialize(&mut bytes);
+    bytes
 }
 
 /// Parse a reply buffer, failing the test on any wire error.
