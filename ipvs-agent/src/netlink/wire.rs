@@ -1,15 +1,13 @@
 //! Byte-level helpers the attribute types share: writing bytes and
 //! NUL-terminated strings into an attribute's value, appending attributes
-//! to a request in one pass, and parsing nested attributes. Byte order is the caller's choice (host order for numbers, as
-//! the kernel's `nla_put_u*`; network order for ports).
+//! to a request in one pass, and parsing nested attributes. Byte order is
+//! the caller's choice (host order for numbers, as the kernel's
+//! `nla_put_u*`; network order for ports).
 
 use netlink_packet_core::{
     DecodeError, ErrorContext, Nla, NlaBuffer, NlasIterator, NLA_ALIGNTO, NLA_F_NESTED, NLA_F_NET_BYTEORDER,
-    NLA_TYPE_MASK,
+    NLA_HEADER_SIZE, NLA_TYPE_MASK,
 };
-
-/// `struct nlattr`: len u16, type u16.
-const NLA_HEADER_LEN: usize = 4;
 
 /// Write `bytes` at the start of an attribute value. The `Emitable` contract
 /// sizes `buf` from `value_len`, so it is always long enough.
@@ -39,10 +37,10 @@ pub(crate) fn append_nla<T: Nla>(out: &mut Vec<u8>, nla: &T) {
     };
     let start = out.len();
     // Cut to 16 bits as `Emitable` cuts it.
-    out.extend_from_slice(&((NLA_HEADER_LEN + value_len) as u16).to_ne_bytes());
+    out.extend_from_slice(&((NLA_HEADER_SIZE + value_len) as u16).to_ne_bytes());
     out.extend_from_slice(&kind.to_ne_bytes());
-    out.resize(start + NLA_HEADER_LEN + value_len.next_multiple_of(NLA_ALIGNTO), 0);
-    nla.emit_value(&mut out[start + NLA_HEADER_LEN..start + NLA_HEADER_LEN + value_len]);
+    out.resize(start + NLA_HEADER_SIZE + value_len.next_multiple_of(NLA_ALIGNTO), 0);
+    nla.emit_value(&mut out[start + NLA_HEADER_SIZE..start + NLA_HEADER_SIZE + value_len]);
 }
 
 /// Append nested attribute `kind` (with `NLA_F_NESTED`) holding
@@ -51,7 +49,7 @@ pub(crate) fn append_nla<T: Nla>(out: &mut Vec<u8>, nla: &T) {
 /// computes a nest's length at each level it is asked at).
 pub(crate) fn append_nested<T: Nla>(out: &mut Vec<u8>, kind: u16, children: &[T]) {
     let start = out.len();
-    out.extend_from_slice(&[0; NLA_HEADER_LEN]);
+    out.extend_from_slice(&[0; NLA_HEADER_SIZE]);
     for child in children {
         append_nla(out, child);
     }
