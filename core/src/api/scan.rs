@@ -330,6 +330,9 @@ impl Scanner<'_> {
     fn double_quoted(&mut self) {
         self.advance();
         while !self.eof() {
+            // Most of a quoted string (all of it, in JSON manifests) is
+            // bytes the match below steps over one at a time.
+            self.skip_ascii_run(|c| !matches!(c, b'"' | b'\\' | b'\r' | b'\n'));
             match self.at(0) {
                 b'"' => {
                     self.advance();
@@ -349,6 +352,28 @@ impl Scanner<'_> {
         }
     }
 
+    /// Skips the bytes ahead that the loop of [`Self::plain`] would only
+    /// step over one at a time: ASCII, so one column each, and none of the
+    /// bytes it looks at (blanks, breaks, NUL, `:`, `,` and brackets). Most
+    /// of a manifest's text is such runs (names, addresses, numbers).
+    fn skip_plain_run(&mut self) {
+        self.skip_ascii_run(|c| {
+            !matches!(
+                c,
+                b' ' | b'\t' | b'\r' | b'\n' | 0 | b':' | b',' | b'[' | b']' | b'{' | b'}'
+            )
+        });
+    }
+
+    /// Skips the ASCII bytes ahead for which `plain_byte` holds: one column
+    /// each.
+    fn skip_ascii_run(&mut self, plain_byte: impl Fn(u8) -> bool) {
+        let rest = self.b.get(self.i..).unwrap_or_default();
+        let run = rest.iter().take_while(|&&c| c.is_ascii() && plain_byte(c)).count();
+        self.i += run;
+        self.col += run;
+    }
+
     /// A plain scalar, possibly over several lines (libyaml's
     /// `yaml_parser_scan_plain_scalar`).
     fn plain(&mut self) {
@@ -357,7 +382,11 @@ impl Scanner<'_> {
             if self.document_indicator() || self.at(0) == b'#' {
                 return;
             }
-            while !self.blankz_at(0) {
+            loop {
+                self.skip_plain_run();
+                if self.blankz_at(0) {
+                    break;
+                }
                 let c = self.at(0);
                 if self.flow > 0 && c == b':' && matches!(self.at(1), b',' | b'?' | b'[' | b']' | b'{' | b'}') {
                     // libyaml refuses this; nothing after it is parsed.

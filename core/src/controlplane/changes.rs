@@ -4,14 +4,16 @@
 //! itself; the Service an EndpointSlice is labelled with, before and after;
 //! every Service of a Pod's namespace; every Service for a Node or
 //! ServiceCIDR, or for a Pod or Deployment once there are Deployments),
-//! their state is copied, and compared after the change, so the cost
-//! follows the change rather than the cluster.
+//! their state is taken (the shared objects, not copies of them), and
+//! compared after the change, so the cost follows the change rather than
+//! the cluster.
 
 use super::{ControlPlane, ObjectKey, ObjectRef};
 use crate::api::manifest::Object;
 use crate::api::{EndpointSlice, Service};
 use crate::collections::{SortedMap, SortedSet};
 use std::borrow::Borrow;
+use std::sync::Arc;
 
 /// The Services to watch: some, or all of them.
 pub(super) enum Watch {
@@ -21,8 +23,22 @@ pub(super) enum Watch {
     All,
 }
 
-/// A Service and its EndpointSlices at one moment.
-pub(super) type ServiceState = (Option<Service>, Vec<EndpointSlice>);
+/// A Service and its EndpointSlices at one moment: the stored objects
+/// themselves, shared.
+pub(super) type ServiceState = (Option<Arc<Service>>, Vec<Arc<EndpointSlice>>);
+
+/// Whether two states hold equal objects. An object the change did not
+/// touch is still the same shared one, and is not compared field by field.
+fn same_state((service, slices): &ServiceState, (other_service, other_slices): &ServiceState) -> bool {
+    fn same<T: PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
+        Arc::ptr_eq(a, b) || a == b
+    }
+    let same_service = match (service, other_service) {
+        (Some(a), Some(b)) => same(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    same_service && slices.len() == other_slices.len() && slices.iter().zip(other_slices).all(|(a, b)| same(a, b))
+}
 
 impl ControlPlane {
     /// The Services that applying `objects` and deleting `removed` can
@@ -111,15 +127,18 @@ impl ControlPlane {
         keys.into_iter()
             .filter(|key| {
                 let was = before.remove(key).unwrap_or_default();
-                was != self.service_state(key)
+                !same_state(&was, &self.service_state(key))
             })
             .collect()
     }
 
-    fn service_state(&self, (namespace, name): &ObjectKey) -> ServiceState {
+    fn service_state(&self, key: &ObjectKey) -> ServiceState {
         (
-            self.service(namespace, name).cloned(),
-            self.endpoint_slices.for_service(namespace, name).cloned().collect(),
+            self.services.get(key).cloned(),
+            self.endpoint_slices
+                .shared_for_service(&key.0, &key.1)
+                .cloned()
+                .collect(),
         )
     }
 }

@@ -364,23 +364,24 @@ fn validate_endpoint_slice(slice: &EndpointSlice) -> Vec<FieldError> {
     } else {
         let family = slice.family();
         for (i, endpoint) in slice.endpoints.iter().enumerate() {
-            let path = endpoints.index(i).child("addresses");
+            // Written only for an error: most slices have none.
+            let path = || endpoints.index(i).child("addresses");
             if endpoint.addresses.is_empty() {
-                errors.push(FieldError::required(&path, ""));
+                errors.push(FieldError::required(&path(), ""));
             } else if endpoint.addresses.len() > MAX_ADDRESSES {
-                errors.push(FieldError::too_many(&path, endpoint.addresses.len(), MAX_ADDRESSES));
+                errors.push(FieldError::too_many(&path(), endpoint.addresses.len(), MAX_ADDRESSES));
             }
             let Some(family) = family else { continue };
             for (a, address) in endpoint.addresses.iter().enumerate() {
                 match address.parse::<IpAddr>() {
-                    Err(_) => errors.push(FieldError::invalid(&path.index(a), address.as_str(), IP_MSG)),
+                    Err(_) => errors.push(FieldError::invalid(&path().index(a), address.as_str(), IP_MSG)),
                     Ok(ip) => {
                         if IpFamily::of(ip) != family {
                             let detail = format!("must be an {family} address");
-                            errors.push(FieldError::invalid(&path, address.as_str(), &detail));
+                            errors.push(FieldError::invalid(&path(), address.as_str(), &detail));
                         }
                         for msg in special_ip(ip) {
-                            errors.push(FieldError::invalid(&path.index(a), address.as_str(), &msg));
+                            errors.push(FieldError::invalid(&path().index(a), address.as_str(), &msg));
                         }
                     }
                 }

@@ -66,12 +66,21 @@ impl SliceStore {
 
     /// The slices of Service `namespace/service`, sorted by name.
     pub fn for_service<'a>(&'a self, namespace: &str, service: &str) -> impl Iterator<Item = &'a EndpointSlice> + 'a {
+        self.shared_for_service(namespace, service).map(|s| &**s)
+    }
+
+    /// [`Self::for_service`], as the shared slices themselves.
+    pub fn shared_for_service<'a>(
+        &'a self,
+        namespace: &str,
+        service: &str,
+    ) -> impl Iterator<Item = &'a Arc<EndpointSlice>> + 'a {
         let namespace = namespace.to_string();
         self.by_service
             .get(&(namespace.clone(), service.to_string()))
             .into_iter()
             .flatten()
-            .filter_map(move |name| self.by_name.get(&(namespace.clone(), name.clone())).map(|s| &**s))
+            .filter_map(move |name| self.by_name.get(&(namespace.clone(), name.clone())))
     }
 
     /// Drops `slice` (stored under `key`) from its Service's index entry.

@@ -341,8 +341,11 @@ fn read_limited(listed: &FoundFile) -> Result<Option<String>, ManifestError> {
         Err(e) => return Err(read_error(file, e)),
     };
     let size = opened.metadata().map_err(|e| read_error(file, e))?.len();
-    too_large(usize::try_from(size).unwrap_or(usize::MAX))?;
-    let mut text = String::new();
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    too_large(size)?;
+    // Room for the whole file (and the byte that would show it grew past
+    // the limit while read), so reading it copies it once.
+    let mut text = String::with_capacity(size.saturating_add(1));
     let limit = svcnet_core::api::limits::MAX_FILE_BYTES as u64 + 1;
     opened
         .take(limit)
