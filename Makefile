@@ -98,10 +98,11 @@ wasm-vectors: vectors wasm ## tests/vectors/ in the wasm build under Node, byte-
 	@$(NODE) -e 'if (+process.versions.node.split(".")[0] < 20) { console.error("make wasm-vectors needs Node 20 or later, found " + process.version); process.exit(1) }'
 	$(NODE) --test $(NODE_TESTS)
 
-bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests and watch_decode); figures written to benchmarks/*.md
+bench: ## Benchmarks (cargo bench: svcnet-core, ipvs-agent's manifests, netlink_encode and watch_decode); figures written to benchmarks/*.md
 	$(step)
 	$(CARGO) bench -p svcnet-core
 	$(CARGO) bench -p ipvs-agent --bench manifests
+	$(CARGO) bench -p ipvs-agent --bench netlink_encode
 	$(CARGO) bench -p ipvs-agent --bench watch_decode
 	@echo
 	@shopt -s nullglob; results=($(BENCH_RESULTS)/*.md); \
