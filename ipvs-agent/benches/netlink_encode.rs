@@ -2,6 +2,8 @@
 //! Services × 10 endpoints (5,000 virtual servers and 50,000 real servers,
 //! the load of `make bench-vm`), planned by the core from an empty kernel
 //! and turned into generic netlink requests, natively, without a kernel.
+//! The desired table is built directly, as `desired_table` makes it of
+//! such Services (`cargo bench --bench proxy` times that part).
 //!
 //! Two ways to write the same bytes:
 //!
@@ -29,13 +31,15 @@ use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NLM_F_ACK, NLM_F_REQUES
 use netlink_packet_generic::GenlMessage;
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use svcnet_core::api::endpoint_slice::{Endpoint, EndpointPort, SERVICE_NAME_LABEL};
-use svcnet_core::api::service::ServicePort;
-use svcnet_core::api::{EndpointSlice, Service};
-use svcnet_core::proxy::{desired_table, plan, IpvsTable, NodeInfo, PlanContext, PlanState, ProxyConfig};
+use svcnet_core::family::IpFamily;
+use svcnet_core::proxy::scheduler::Scheduler;
+use svcnet_core::proxy::table::{
+    full_netmask, Flags, Protocol, RealServer, VirtualServer, VirtualServerKey, VirtualServerSettings,
+};
+use svcnet_core::proxy::{plan, IpvsTable, NodeInfo, PlanContext, PlanState, ProxyConfig};
 use svcnet_core::time::Time;
 
 const SERVICES: u32 = 5_000;
@@ -44,60 +48,41 @@ const ROUNDS: usize = 15;
 /// Any family id: the bytes around it are what is measured.
 const FAMILY: u16 = 30;
 
-fn service(i: u32) -> Service {
-    let mut svc = Service::default();
-    svc.metadata.name = format!("svc-{i}");
-    svc.metadata.namespace = "default".into();
-    svc.spec.service_type = "ClusterIP".into();
-    let ip = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 96, 0, 10)) + i).to_string();
-    svc.spec.cluster_ip = ip.clone();
-    svc.spec.cluster_ips = vec![ip];
-    svc.spec.ports = vec![ServicePort {
-        name: "http".into(),
-        protocol: "TCP".into(),
-        port: 80,
-        ..Default::default()
-    }];
-    svc.spec.session_affinity = "None".into();
-    svc
-}
-
-fn slice(i: u32) -> EndpointSlice {
-    let base = u32::from(Ipv4Addr::new(10, 128, 0, 0)) + i * 16;
-    let mut s = EndpointSlice {
-        address_type: "IPv4".into(),
-        endpoints: (0..ENDPOINTS)
-            .map(|j| Endpoint {
-                addresses: vec![Ipv4Addr::from(base + j).to_string()],
-                ..Default::default()
-            })
-            .collect(),
-        ports: vec![EndpointPort {
-            name: Some("http".into()),
-            protocol: Some("TCP".into()),
-            port: Some(8080),
-            app_protocol: None,
-        }],
-        ..Default::default()
-    };
-    s.metadata.name = format!("svc-{i}-abcde");
-    s.metadata.namespace = "default".into();
-    s.metadata.labels.insert(SERVICE_NAME_LABEL.into(), format!("svc-{i}"));
-    s
-}
-
-/// The IPVS requests of programming the table from empty, in plan order.
+/// The IPVS requests of programming the table from empty, in the order
+/// the core plans them: `SERVICES` ClusterIP virtual servers (TCP port
+/// 80, `rr`, masquerading) with `ENDPOINTS` real servers each, the table
+/// `desired_table` makes of as many Services and EndpointSlices.
 fn requests() -> Vec<IpvsMessage> {
-    let services: Vec<Service> = (0..SERVICES).map(service).collect();
-    let slices: Vec<EndpointSlice> = (0..SERVICES).map(slice).collect();
+    let mut desired = IpvsTable::new();
+    for i in 0..SERVICES {
+        let address = IpAddr::from(Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 96, 0, 10)) + i));
+        let base = u32::from(Ipv4Addr::new(10, 128, 0, 0)) + i * 16;
+        let real_servers = (0..ENDPOINTS)
+            .map(|j| {
+                (
+                    SocketAddr::new(Ipv4Addr::from(base + j).into(), 8080),
+                    RealServer::masq(1),
+                )
+            })
+            .collect();
+        let settings = VirtualServerSettings {
+            scheduler: Scheduler::default(),
+            flags: Flags::NONE,
+            timeout: 0,
+            netmask: full_netmask(IpFamily::IPv4),
+        };
+        let key = VirtualServerKey::new(Protocol::Tcp, address, 80);
+        desired
+            .virtual_servers
+            .insert(key, VirtualServer { settings, real_servers });
+        desired.addresses.insert(address);
+    }
     let node = NodeInfo {
         name: "node-0".into(),
         ips: vec!["192.168.0.10".parse().expect("valid")],
         zone: None,
     };
-    let config = ProxyConfig::default();
-    let desired = desired_table(&services, &slices, &node, &config).table;
-    let ctx = PlanContext::new(&config, &node, Time::ZERO);
+    let ctx = PlanContext::new(&ProxyConfig::default(), &node, Time::ZERO);
     let planned = plan(&IpvsTable::new(), &desired, &PlanState::default(), &ctx);
     (planned.operations.iter())
         .filter_map(|op| convert::request(op).expect("the plan converts"))
