@@ -10,6 +10,7 @@
 //! top level, `metadata`, a Service, an EndpointSlice, a Deployment's
 //! `spec`) are still reported.
 
+use super::common_yaml;
 use super::decode;
 use super::deployment::Deployment;
 use super::endpoint_slice::EndpointSlice;
@@ -186,18 +187,47 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
 /// object came from (the items of a `kind: List` share their document's),
 /// so a caller can name the document when the object is later refused.
 ///
-/// The text is held to the input limits ([`super::limits`]) first, by a
-/// linear scan ([`super::scan`]), so that nothing is parsed of a text too
-/// large or too deeply nested. Each document becomes a JSON value
-/// ([`value::decode`]), and each object is decoded from it by
-/// [`decode::from_value`], which names the field an error is at.
+/// Each document becomes a JSON value, read by [`common_yaml`] when the
+/// text is in the YAML most manifests are written in. Any other text is
+/// held to the input limits ([`super::limits`]) first, by a linear scan
+/// ([`super::scan`]), so that nothing is parsed of a text too large or too
+/// deeply nested, and is then read by serde_yaml_ng ([`value::decode`]).
+/// Each object is decoded from its value by [`decode::from_value`], which
+/// names the field an error is at.
 pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError> {
     check_file_size(text.len()).map_err(ManifestError::Text)?;
-    scan(text).map_err(|(document, limit)| ManifestError::Limit { document, limit })?;
-    let mut objects = Vec::new();
     // Nodes the whole text may decode to: a document without aliases has
     // at most two per byte; aliases may add MAX_ALIAS_EXPANSION.
-    let mut budget = text.len().saturating_mul(2).saturating_add(MAX_ALIAS_EXPANSION);
+    let budget = text.len().saturating_mul(2).saturating_add(MAX_ALIAS_EXPANSION);
+    // A text common_yaml reads keeps the limits the scan enforces (it
+    // declines any other), so only the full path needs the scan.
+    if let Some(objects) = read_common(text, budget) {
+        return objects;
+    }
+    scan(text).map_err(|(document, limit)| ManifestError::Limit { document, limit })?;
+    read_full(text, budget)
+}
+
+/// The objects of a text in common YAML ([`common_yaml`]), or `None` for
+/// a text outside it. The whole text is read before an object's error is
+/// returned, so that a limit broken further on (which makes it decline)
+/// is reported first, as the scan before the full path reports it.
+fn read_common(text: &str, budget: usize) -> Option<Result<Vec<(usize, Object)>, ManifestError>> {
+    let mut documents = common_yaml::Documents::new(text, budget).ok()?;
+    let mut objects = Ok(Vec::new());
+    while let Some(value) = documents.next_document().ok()? {
+        if let Ok(list) = &mut objects {
+            if let Err(e) = take(documents.number(), value, list) {
+                objects = Err(e);
+            }
+        }
+    }
+    Some(objects)
+}
+
+/// The objects of any YAML or JSON text, through serde_yaml_ng.
+fn read_full(text: &str, mut budget: usize) -> Result<Vec<(usize, Object)>, ManifestError> {
+    let mut objects = Vec::new();
     let json = text.trim_start().starts_with(['{', '[']);
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let document = i + 1;
@@ -217,32 +247,40 @@ pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError
             },
         };
         budget = problem.remaining;
-        if value.is_null() {
-            continue;
-        }
-        let too_many = |objects: &Vec<(usize, Object)>, more: usize| {
-            if objects.len() + more > MAX_OBJECTS {
-                let limit = LimitError::TooManyObjects { limit: MAX_OBJECTS };
-                return Err(ManifestError::Limit { document, limit });
-            }
-            Ok(())
-        };
-        if value.get("kind").and_then(|k| k.as_str()) == Some("List") {
-            let items = value
-                .get("items")
-                .and_then(|i| i.as_array())
-                .cloned()
-                .unwrap_or_default();
-            too_many(&objects, items.len())?;
-            for item in items {
-                objects.push((document, decode_object(item).map_err(fail)?));
-            }
-        } else {
-            too_many(&objects, 1)?;
-            objects.push((document, decode_object(value).map_err(fail)?));
-        }
+        take(document, value, &mut objects)?;
     }
     Ok(objects)
+}
+
+/// Adds the objects of one document's value (none for an empty one, the
+/// items of a `kind: List`) to `objects`.
+fn take(document: usize, value: serde_json::Value, objects: &mut Vec<(usize, Object)>) -> Result<(), ManifestError> {
+    let fail = |message: String| ManifestError::Invalid { document, message };
+    if value.is_null() {
+        return Ok(());
+    }
+    let too_many = |objects: &Vec<(usize, Object)>, more: usize| {
+        if objects.len() + more > MAX_OBJECTS {
+            let limit = LimitError::TooManyObjects { limit: MAX_OBJECTS };
+            return Err(ManifestError::Limit { document, limit });
+        }
+        Ok(())
+    };
+    if value.get("kind").and_then(|k| k.as_str()) == Some("List") {
+        let items = value
+            .get("items")
+            .and_then(|i| i.as_array())
+            .cloned()
+            .unwrap_or_default();
+        too_many(objects, items.len())?;
+        for item in items {
+            objects.push((document, decode_object(item).map_err(fail)?));
+        }
+    } else {
+        too_many(objects, 1)?;
+        objects.push((document, decode_object(value).map_err(fail)?));
+    }
+    Ok(())
 }
 
 /// A key given twice, in kube-apiserver's words for strict decoding:

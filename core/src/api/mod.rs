@@ -6,6 +6,7 @@
 //! `apiVersion`, `kind`, `metadata`, `spec`, `status`). [`manifest`] turns
 //! YAML or JSON text, one or many documents, into [`Object`]s.
 
+pub mod common_yaml;
 pub mod decode;
 pub mod deployment;
 pub mod endpoint_slice;

@@ -344,13 +344,21 @@ impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
     type Value = String;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
-        match self.0.deserialize(deserializer)? {
-            Value::String(s) => Ok(s),
-            Value::Null => Ok("null".to_string()),
-            Value::Bool(b) => Ok(b.to_string()),
-            Value::Number(n) => Ok(n.to_string()),
-            _ => Err(de::Error::custom("a mapping key must be a string, number or boolean")),
-        }
+        key_text(self.0.deserialize(deserializer)?)
+            .ok_or_else(|| de::Error::custom("a mapping key must be a string, number or boolean"))
+    }
+}
+
+/// A mapping key's text in JSON: a string as it is; `null`, a number or a
+/// boolean as its text, as sigs.k8s.io/yaml has them; nothing for a
+/// collection.
+pub fn key_text(key: Value) -> Option<String> {
+    match key {
+        Value::String(s) => Some(s),
+        Value::Null => Some("null".to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Array(_) | Value::Object(_) => None,
     }
 }
 
