@@ -292,50 +292,48 @@ impl<'t> Documents<'t> {
 
     /// The node of a sequence entry at column `indent`, after its `-`.
     fn entry(&mut self, indent: usize) -> Read<Value> {
-        let spaces = self.skip_spaces();
-        match self.byte(self.at) {
-            None | Some(b'\n') => {
-                self.skip_line();
-                self.nested(indent, false)
-            }
-            Some(b'#') if spaces > 0 => {
-                self.skip_line();
-                self.nested(indent, false)
-            }
-            Some(_) => {
-                let column = indent + 1 + spaces;
-                if self.is_entry(self.at) {
-                    self.block_sequence(column, false)
-                } else if self.starts_key() {
-                    self.block_mapping(column)
-                } else {
-                    let value = self.inline_node()?;
-                    self.end_line()?;
-                    Ok(value)
-                }
-            }
+        let Some(spaces) = self.after_indicator() else {
+            return self.nested(indent, false);
+        };
+        let column = indent + 1 + spaces;
+        if self.is_entry(self.at) {
+            self.block_sequence(column, false)
+        } else if self.starts_key() {
+            self.block_mapping(column)
+        } else {
+            self.inline_line()
         }
     }
 
     /// The value of a key in a block mapping at column `indent`, after
     /// its `:`.
     fn block_value(&mut self, indent: usize) -> Read<Value> {
+        match self.after_indicator() {
+            None => self.nested(indent, true),
+            Some(_) => self.inline_line(),
+        }
+    }
+
+    /// Skips the spaces after a `-` or a key's `:`. When the line ends
+    /// there (or a comment follows), moves to the next line and returns
+    /// `None`; else returns how many spaces there were.
+    fn after_indicator(&mut self) -> Option<usize> {
         let spaces = self.skip_spaces();
         match self.byte(self.at) {
-            None | Some(b'\n') => {
+            Some(b'#') if spaces == 0 => Some(0),
+            None | Some(b'\n' | b'#') => {
                 self.skip_line();
-                self.nested(indent, true)
+                None
             }
-            Some(b'#') if spaces > 0 => {
-                self.skip_line();
-                self.nested(indent, true)
-            }
-            Some(_) => {
-                let value = self.inline_node()?;
-                self.end_line()?;
-                Ok(value)
-            }
+            Some(_) => Some(spaces),
         }
+    }
+
+    /// A value on the rest of the line, and the line's end.
+    fn inline_line(&mut self) -> Read<Value> {
+        let value = self.inline_node()?;
+        self.end_line()?;
+        Ok(value)
     }
 
     /// A node on the lines after its key or `-` (in a collection at
@@ -503,13 +501,20 @@ impl<'t> Documents<'t> {
         }
     }
 
-    fn flow_sequence(&mut self) -> Read<Value> {
+    /// Opens a flow collection at its opening byte; returns whether it
+    /// is empty, closed at once by `close`.
+    fn flow_open(&mut self, close: u8) -> Read<bool> {
         self.open()?;
         self.at += 1;
         self.skip_spaces();
+        let empty = self.byte(self.at) == Some(close);
+        self.at += usize::from(empty);
+        Ok(empty)
+    }
+
+    fn flow_sequence(&mut self) -> Read<Value> {
         let mut items = Vec::new();
-        if self.byte(self.at) == Some(b']') {
-            self.at += 1;
+        if self.flow_open(b']')? {
             return self.close(Value::Array(items));
         }
         loop {
@@ -521,12 +526,8 @@ impl<'t> Documents<'t> {
     }
 
     fn flow_mapping(&mut self) -> Read<Value> {
-        self.open()?;
-        self.at += 1;
-        self.skip_spaces();
         let mut map = Map::new();
-        if self.byte(self.at) == Some(b'}') {
-            self.at += 1;
+        if self.flow_open(b'}')? {
             return self.close(Value::Object(map));
         }
         loop {

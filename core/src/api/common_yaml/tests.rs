@@ -310,6 +310,13 @@ fn pad(n: usize) -> String {
     " ".repeat(n)
 }
 
+/// A block collection on the next lines, 1 to `spread` columns deeper.
+fn below(rng: &mut Rng, out: &mut String, indent: usize, depth: usize, spread: usize) {
+    out.push('\n');
+    let deeper = indent + 1 + rng.below(spread);
+    block(rng, out, deeper, depth + 1, false);
+}
+
 /// Lines of a block collection at column `indent`; the first line's
 /// padding is left to the caller when `first_inline`.
 fn block(rng: &mut Rng, out: &mut String, indent: usize, depth: usize, first_inline: bool) {
@@ -328,11 +335,7 @@ fn block(rng: &mut Rng, out: &mut String, indent: usize, depth: usize, first_inl
         if sequence {
             out.push('-');
             match rng.below(6) {
-                0 if depth < 4 => {
-                    out.push('\n');
-                    let deeper = indent + 1 + rng.below(3);
-                    block(rng, out, deeper, depth + 1, false);
-                }
+                0 if depth < 4 => below(rng, out, indent, depth, 3),
                 1 if depth < 4 => {
                     out.push(' ');
                     block(rng, out, indent + 2, depth + 1, true);
@@ -348,11 +351,7 @@ fn block(rng: &mut Rng, out: &mut String, indent: usize, depth: usize, first_inl
             out.push_str(rng.pick(KEYS));
             out.push(':');
             match rng.below(6) {
-                0 if depth < 4 => {
-                    out.push('\n');
-                    let deeper = indent + 1 + rng.below(4);
-                    block(rng, out, deeper, depth + 1, false);
-                }
+                0 if depth < 4 => below(rng, out, indent, depth, 4),
                 1 if depth < 4 => {
                     out.push_str(if rng.chance(50) { "\n" } else { "  # c\n" });
                     out.push_str(&pad(indent));
