@@ -39,6 +39,9 @@ pub struct Documents<'t> {
     at: usize,
     /// Documents started so far: libyaml's numbering of the current one.
     started: usize,
+    /// Where the current document began (its `---` line, or the text's
+    /// start for the first).
+    document_start: usize,
     /// Collections open where the reader stands.
     depth: usize,
     /// Nodes the rest of the text may have, as [`super::value::decode`]
@@ -83,6 +86,7 @@ impl<'t> Documents<'t> {
             bytes,
             at: 0,
             started: 0,
+            document_start: 0,
             depth: 0,
             budget,
         })
@@ -98,7 +102,7 @@ impl<'t> Documents<'t> {
     pub fn next_document(&mut self) -> Read<Option<Value>> {
         // From the document's `---` to the next, comments and all: never
         // fewer bytes than the pre-scan counts.
-        let start = self.at;
+        self.document_start = self.at;
         match self.next_line()? {
             Line::End => return Ok(None),
             Line::Marker => self.skip_line(),
@@ -117,9 +121,7 @@ impl<'t> Documents<'t> {
             }
             Line::Marker | Line::End => self.scalar(Value::Null)?,
         };
-        if self.at - start > MAX_DOCUMENT_BYTES {
-            return Err(Decline);
-        }
+        self.within_size()?;
         Ok(Some(value))
     }
 
@@ -133,7 +135,19 @@ impl<'t> Documents<'t> {
         matches!(self.byte(at), None | Some(b' ' | b'\n'))
     }
 
+    /// Declines once the document has more bytes than a document may.
+    fn within_size(&self) -> Read<()> {
+        if self.at - self.document_start > MAX_DOCUMENT_BYTES {
+            return Err(Decline);
+        }
+        Ok(())
+    }
+
+    /// Counts a node. The document's size is checked at every node too,
+    /// so that no more than a document's worth of values is built before
+    /// a text over the limit is declined.
     fn spend(&mut self) -> Read<()> {
+        self.within_size()?;
         self.budget = self.budget.checked_sub(1).ok_or(Decline)?;
         Ok(())
     }
@@ -320,6 +334,8 @@ impl<'t> Documents<'t> {
     fn after_indicator(&mut self) -> Option<usize> {
         let spaces = self.skip_spaces();
         match self.byte(self.at) {
+            // Not a comment without a space before it: left to the value's
+            // reader, which declines it.
             Some(b'#') if spaces == 0 => Some(0),
             None | Some(b'\n' | b'#') => {
                 self.skip_line();
