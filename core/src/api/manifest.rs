@@ -10,6 +10,7 @@
 //! top level, `metadata`, a Service, an EndpointSlice, a Deployment's
 //! `spec`) are still reported.
 
+#[cfg(not(target_arch = "wasm32"))]
 use super::common_yaml;
 use super::decode;
 use super::deployment::Deployment;
@@ -187,7 +188,7 @@ pub fn parse_manifests(text: &str) -> Result<Vec<Object>, ManifestError> {
 /// object came from (the items of a `kind: List` share their document's),
 /// so a caller can name the document when the object is later refused.
 ///
-/// Each document becomes a JSON value, read by [`common_yaml`] when the
+/// Each document becomes a JSON value, read natively by [`common_yaml`] when the
 /// text is in the YAML most manifests are written in. Any other text is
 /// held to the input limits ([`super::limits`]) first, by a linear scan
 /// ([`super::scan`]), so that nothing is parsed of a text too large or too
@@ -201,6 +202,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError
     let budget = text.len().saturating_mul(2).saturating_add(MAX_ALIAS_EXPANSION);
     // A text common_yaml reads keeps the limits the scan enforces (it
     // declines any other), so only the full path needs the scan.
+    #[cfg(not(target_arch = "wasm32"))]
     if let Some(objects) = read_common(text, budget) {
         return objects;
     }
@@ -212,6 +214,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<(usize, Object)>, ManifestError
 /// a text outside it. The whole text is read before an object's error is
 /// returned, so that a limit broken further on (which makes it decline)
 /// is reported first, as the scan before the full path reports it.
+#[cfg(not(target_arch = "wasm32"))]
 fn read_common(text: &str, budget: usize) -> Option<Result<Vec<(usize, Object)>, ManifestError>> {
     let mut documents = common_yaml::Documents::new(text, budget).ok()?;
     let mut objects = Ok(Vec::new());
