@@ -6,6 +6,7 @@
 //! [`FieldError`] reproduces that text; [`invalid_object_message`] the
 //! `The Service "x" is invalid: ...` wrapper kubectl prints.
 
+use crate::digits::push_decimal;
 use std::fmt;
 
 /// A path to a field, such as `spec.ports[1].port`.
@@ -20,17 +21,31 @@ impl FieldPath {
 
     /// The child field `name` of this one.
     pub fn child(&self, name: &str) -> FieldPath {
-        FieldPath(format!("{}.{}", self.0, name))
+        let mut path = String::with_capacity(self.0.len() + 1 + name.len());
+        path.push_str(&self.0);
+        path.push('.');
+        path.push_str(name);
+        FieldPath(path)
     }
 
     /// Element `i` of this list field.
     pub fn index(&self, i: usize) -> FieldPath {
-        FieldPath(format!("{}[{}]", self.0, i))
+        let mut path = String::with_capacity(self.0.len() + 22);
+        path.push_str(&self.0);
+        path.push('[');
+        push_decimal(&mut path, i as u64, 0);
+        path.push(']');
+        FieldPath(path)
     }
 
     /// Entry `key` of this map field (`metadata.annotations[key]`).
     pub fn key(&self, key: &str) -> FieldPath {
-        FieldPath(format!("{}[{}]", self.0, key))
+        let mut path = String::with_capacity(self.0.len() + 2 + key.len());
+        path.push_str(&self.0);
+        path.push('[');
+        path.push_str(key);
+        path.push(']');
+        FieldPath(path)
     }
 
     /// The path as text.

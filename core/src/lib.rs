@@ -38,6 +38,7 @@ pub mod collections;
 pub mod console;
 pub mod controllers;
 pub mod controlplane;
+mod digits;
 pub mod dns;
 pub mod family;
 pub mod field;

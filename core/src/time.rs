@@ -3,6 +3,7 @@
 //! [`Time`] counts milliseconds since an arbitrary epoch chosen by the caller
 //! (the agent uses the Unix epoch; tests and the playground start at 0).
 
+use crate::digits::push_decimal;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -47,12 +48,22 @@ impl Time {
         let day = doy - (153 * mp + 2) / 5 + 1;
         let month = if mp < 10 { mp + 3 } else { mp - 9 };
         let year = yoe + era * 400 + u64::from(month <= 2);
-        format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-            rest / 3600,
-            rest % 3600 / 60,
-            rest % 60
-        )
+        // Written digit by digit: the control plane stamps every object it
+        // stores, and the formatting machinery was most of that cost.
+        let mut text = String::with_capacity(20);
+        push_decimal(&mut text, year, 4);
+        text.push('-');
+        push_decimal(&mut text, month, 2);
+        text.push('-');
+        push_decimal(&mut text, day, 2);
+        text.push('T');
+        push_decimal(&mut text, rest / 3600, 2);
+        text.push(':');
+        push_decimal(&mut text, rest % 3600 / 60, 2);
+        text.push(':');
+        push_decimal(&mut text, rest % 60, 2);
+        text.push('Z');
+        text
     }
 
     /// RFC 3339 with the milliseconds, trailing zeros dropped, as Go's
@@ -111,6 +122,8 @@ mod tests {
         assert_eq!(Time::ZERO.rfc3339(), "1970-01-01T00:00:00Z");
         assert_eq!(Time::from_secs(1_795_547_069).rfc3339(), "2026-11-24T19:04:29Z");
         assert_eq!(Time::from_secs(951_782_400).rfc3339(), "2000-02-29T00:00:00Z");
+        assert_eq!(Time::from_secs(1_000_000_000_000).rfc3339(), "33658-09-27T01:46:40Z");
+        assert_eq!(Time(u64::MAX).rfc3339(), "584556019-04-03T14:25:51Z");
     }
 
     #[test]

@@ -45,6 +45,7 @@ use crate::apiserver::node_port::NodePortAllocator;
 use crate::apiserver::repair::LeakTracker;
 use crate::cni::HostLocalIpam;
 use crate::collections::SortedMap;
+use crate::digits::{push_decimal, push_hex};
 use crate::dns::{self, DnsRecord};
 use crate::family::IpFamily;
 use crate::rng::Rng;
@@ -258,14 +259,17 @@ impl ControlPlane {
     /// (now, to the second, as kube-apiserver writes it).
     fn stamp(&mut self, meta: &mut ObjectMeta) {
         meta.creation_timestamp = Some(serde_json::Value::String(self.now.rfc3339()));
-        meta.uid = format!("00000000-0000-4000-8000-{:012x}", self.next_uid);
-        meta.resource_version = self.next_uid.to_string();
-        self.next_uid += 1;
+        let mut uid = String::with_capacity(36);
+        uid.push_str("00000000-0000-4000-8000-");
+        push_hex(&mut uid, self.next_uid, 12);
+        meta.uid = uid;
+        self.bump(meta);
     }
 
     /// Bumps the resourceVersion of an updated object.
     fn bump(&mut self, meta: &mut ObjectMeta) {
-        meta.resource_version = self.next_uid.to_string();
+        meta.resource_version.clear();
+        push_decimal(&mut meta.resource_version, self.next_uid, 0);
         self.next_uid += 1;
     }
 }

@@ -12,6 +12,8 @@ use crate::api::endpoint_slice::address_types;
 use crate::api::manifest::Object;
 use crate::api::{EndpointSlice, Endpoints, Node, ObjectMeta, Pod};
 use crate::apiserver::admission::names::{dns1123_label, qualified_name, special_ip, IP_MSG};
+use crate::apiserver::kubernetes_service::is_kubernetes_service;
+use crate::controllers::endpointslice_mirroring::is_mirrored;
 use crate::family::IpFamily;
 use crate::field::{FieldError, FieldPath};
 use std::net::IpAddr;
@@ -141,12 +143,28 @@ impl ControlPlane {
             return Err(ApiError::invalid("EndpointSlice", &slice.metadata.name, errors));
         }
         let key = (slice.metadata.namespace.clone(), slice.metadata.name.clone());
-        let action = compare(&mut slice, self.endpoint_slices.get(&key));
+        let old = self.endpoint_slices.get(&key);
+        // The controllers read only the slices they manage: a slice someone
+        // else manages, put where no managed slice was, changes nothing
+        // they would write (but the apiserver's for `kubernetes`), so they
+        // need not run (with thousands of
+        // selector-less Services, that was a third of applying a slice).
+        // A managed slice replaced by one labelled for another Service is
+        // gone from its own Service, whose controller runs too.
+        let old_owner = old
+            .filter(|o| is_controller_owned(&key.0, o))
+            .and_then(EndpointSlice::service_name)
+            .map(str::to_string);
+        let controllers_follow = is_controller_owned(&key.0, &slice) || old_owner.is_some();
+        let action = compare(&mut slice, old);
         self.version(&mut slice.metadata, action);
         let service = slice.service_name().map(str::to_string);
         self.endpoint_slices.insert(key.clone(), slice.clone());
-        if let Some(service) = service {
-            self.sync_service_slices(&key.0, &service);
+        if let Some(service) = service.as_ref().filter(|_| controllers_follow) {
+            self.sync_service_slices(&key.0, service);
+        }
+        if let Some(owner) = old_owner.filter(|o| Some(o) != service.as_ref()) {
+            self.sync_service_slices(&key.0, &owner);
         }
         Ok(Applied {
             action,
@@ -254,6 +272,18 @@ pub(super) fn compare<T: Stored>(new: &mut T, old: Option<&T>) -> ApplyAction {
     } else {
         ApplyAction::Configured
     }
+}
+
+/// Whether the EndpointSlice controller or its mirroring controller
+/// manages `slice` of `namespace` (its `endpointslice.kubernetes.io/managed-by`
+/// label).
+/// The apiserver rewrites any slice of `default/kubernetes` too.
+fn is_controller_owned(namespace: &str, slice: &EndpointSlice) -> bool {
+    slice.is_managed_by_controller()
+        || is_mirrored(slice)
+        || slice
+            .service_name()
+            .is_some_and(|s| is_kubernetes_service(namespace, s))
 }
 
 /// `<resource> "<name>" not found`.
@@ -433,6 +463,55 @@ mod tests {
     }
 
     const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, labels: {app: web}}\nspec: {containers: [{name: c, image: nginx}]}\nstatus: {phase: Running, podIPs: [{ip: 10.244.0.5}], conditions: [{type: Ready, status: \"True\"}]}\n";
+
+    /// After each slice applied, the store is what running the
+    /// controllers for every Service would leave: skipping them for slices
+    /// they do not manage loses nothing, and a managed slice overwritten
+    /// (for its own Service or another) is made again.
+    #[test]
+    fn applying_a_slice_leaves_what_the_controllers_would() {
+        let mut cp = ControlPlane::new(ClusterConfig::default()).unwrap();
+        let setup = format!(
+            "{POD}---\napiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec: {{selector: {{app: web}}, ports: [{{port: 80}}]}}\n---\napiVersion: v1\nkind: Service\nmetadata: {{name: other}}\nspec: {{ports: [{{port: 80}}]}}\n"
+        );
+        assert!(cp.apply_manifest(&setup).unwrap().iter().all(Result::is_ok));
+        let managed = cp.endpoint_slices_for("default", "web")[0].metadata.name.clone();
+        let slice = |name: &str, service: &str| {
+            format!("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}, labels: {{kubernetes.io/service-name: {service}, endpointslice.kubernetes.io/managed-by: someone}}}}\naddressType: IPv4\nendpoints: [{{addresses: [192.0.2.1]}}]\n")
+        };
+        for (text, managed_left) in [
+            (slice("by-hand", "web"), true),
+            (slice("by-hand-2", "other"), true),
+            (slice(&managed, "web"), false),
+        ] {
+            assert!(cp.apply_manifest(&text).unwrap().iter().all(Result::is_ok), "{text}");
+            let mut reconciled = cp.clone();
+            reconciled.sync_all_slices();
+            assert_eq!(cp, reconciled, "after {text}");
+            let web = cp.endpoint_slices_for("default", "web");
+            assert!(web.iter().any(|s| s.is_managed_by_controller()), "{text}");
+            assert_eq!(
+                web.iter()
+                    .any(|s| s.metadata.name == managed && s.is_managed_by_controller()),
+                managed_left
+            );
+        }
+        // A managed slice of `web` taken over for `other`: `web` gets a new one.
+        let mut cp2 = ControlPlane::new(ClusterConfig::default()).unwrap();
+        assert!(cp2.apply_manifest(&setup).unwrap().iter().all(Result::is_ok));
+        assert!(cp2
+            .apply_manifest(&slice(&managed, "other"))
+            .unwrap()
+            .iter()
+            .all(Result::is_ok));
+        let mut reconciled = cp2.clone();
+        reconciled.sync_all_slices();
+        assert_eq!(cp2, reconciled);
+        assert!(cp2
+            .endpoint_slices_for("default", "web")
+            .iter()
+            .any(|s| s.is_managed_by_controller()));
+    }
 
     #[test]
     fn pods_nodes_and_slices_report_like_kubectl() {
