@@ -2,8 +2,9 @@
 //! once per `--min-sync-period`; a poll stats the files and reads them only
 //! when their stamps changed, and reads them all every `--sync-period`),
 //! renew the apiserver leases, feed what
-//! changed to the [`SyncLoop`], save the state file after each accepted
-//! change that may have moved allocations (a Service or ServiceCIDR), and
+//! changed to the [`SyncLoop`], save the state file at start (beside the
+//! first sync) and after each accepted change that may have moved
+//! allocations (a Service or ServiceCIDR), and
 //! save the plan state (drain start times, claimed virtual servers) beside
 //! it after each sync that changed it, so a restarted agent starts from
 //! the plan state the last one saved ([`load_plan_state`]). A write that
@@ -17,11 +18,13 @@ use crate::cluster::{Cluster, ClusterError, Refreshed};
 use crate::dataplane::Dataplane;
 use crate::metrics::Metrics;
 use crate::node::NodeFlags;
-use crate::state;
 use crate::state::writer::PlanStateWriter;
+use crate::state::{self, StateError};
 use crate::sync::{SyncLoop, SyncReport, SyncSettings};
 use std::net::IpAddr;
+use std::path::Path;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 use svcnet_core::controlplane::{ApplyAction, ControlPlane, ObjectKey};
 use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig};
@@ -66,6 +69,9 @@ pub struct Agent<D> {
     plan_state_writer: PlanStateWriter,
     /// The last write of the state file failed: written again at each poll.
     state_unsaved: bool,
+    /// The write of the state file begun at start, going on beside the
+    /// first sync; finished after it ([`Agent::finish_save`]).
+    pending_save: Option<JoinHandle<Result<(), StateError>>>,
 }
 
 /// The plan state an earlier run saved beside `cluster`'s state file
@@ -100,8 +106,9 @@ pub fn load_plan_state(cluster: &Cluster) -> PlanState {
 
 impl<D: Dataplane> Agent<D> {
     /// Starts at `now`: the manifests must be readable and accepted (else
-    /// the error is returned, nothing is programmed), the state file is
-    /// saved and the desired table built. The sync loop starts from
+    /// the error is returned, nothing is programmed), the state file's
+    /// write begins (on a thread of its own; the first sync ends by waiting
+    /// for it) and the desired table is built. The sync loop starts from
     /// `plan_state`, the one an earlier run saved ([`load_plan_state`]) or
     /// an empty one. Nothing touches the kernel yet.
     pub fn start(
@@ -136,8 +143,21 @@ impl<D: Dataplane> Agent<D> {
             last_error: None,
             plan_state_writer,
             state_unsaved: false,
+            pending_save: None,
         };
-        agent.save();
+        // Writing 5,000 Services' allocations takes as long as building
+        // their table: the write goes on beside that and the first sync,
+        // which end by waiting for it. A crash before it lands is no worse
+        // than one before a write at this point: the next start reads the
+        // same state file and manifests, and allocates the same way.
+        match agent.cluster.save_in_background() {
+            Ok(pending) => agent.pending_save = pending,
+            Err(e) => {
+                tracing::debug!(error = %e, "no thread for the state file; writing it now");
+                agent.save();
+            }
+        }
+        agent.save_plan_state();
         agent.rebuild();
         Ok(agent)
     }
@@ -197,7 +217,31 @@ impl<D: Dataplane> Agent<D> {
     /// saved yet. A failure is counted, logged once (not at every retry)
     /// and tried again at the next poll.
     pub fn save(&mut self) {
-        match self.cluster.save() {
+        self.finish_save();
+        let result = self.cluster.save();
+        self.saved(result);
+        self.save_plan_state();
+    }
+
+    /// Waits for the write of the state file begun at start, if it is
+    /// still going on, and takes its result.
+    fn finish_save(&mut self) {
+        if let Some(pending) = self.pending_save.take() {
+            let result = pending.join().unwrap_or_else(|_| {
+                Err(StateError::Write {
+                    path: self.cluster.state_file().map(Path::to_path_buf).unwrap_or_default(),
+                    source: std::io::Error::other("the thread writing it panicked"),
+                })
+            });
+            self.saved(result);
+        }
+    }
+
+    /// Takes the result of a write of the state file: a failure is
+    /// counted and logged once (not at every retry), and the next poll
+    /// writes it again.
+    fn saved(&mut self, result: Result<(), StateError>) {
+        match result {
             Ok(()) if self.state_unsaved => {
                 tracing::info!("state file written again");
                 self.state_unsaved = false;
@@ -211,12 +255,13 @@ impl<D: Dataplane> Agent<D> {
                 self.state_unsaved = true;
             }
         }
-        self.save_plan_state();
     }
 
-    /// After a sync: the plan state is saved if it changed (or an earlier
-    /// save of it failed), and only then.
+    /// After a sync: the state file's write begun at start is finished,
+    /// and the plan state is saved if it changed (or an earlier save of it
+    /// failed), and only then.
     fn synced(&mut self, report: &SyncReport) {
+        self.finish_save();
         self.plan_state_writer.changed(report.plan_state_changed);
         self.save_plan_state();
     }
@@ -285,6 +330,18 @@ impl<D: Dataplane> Agent<D> {
                 &format!("{ns}/{name}"),
                 cp.service(&ns, &name).map(|svc| (svc, slices.as_slice())),
             );
+        }
+    }
+}
+
+impl<D> Drop for Agent<D> {
+    /// An agent that stops before its first sync still finishes writing
+    /// the state file it began.
+    fn drop(&mut self) {
+        if let Some(pending) = self.pending_save.take() {
+            if let Ok(Err(e)) = pending.join() {
+                tracing::error!(error = %e, "cannot save the state");
+            }
         }
     }
 }

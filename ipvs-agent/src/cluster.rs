@@ -7,6 +7,7 @@ use crate::manifests::{ManifestError, Manifests, Sources, Stamps};
 use crate::state::{self, StateError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
 use std::time::SystemTime;
 use svcnet_core::api::manifest::Object;
 use svcnet_core::controlplane::{ApplyAction, ClusterConfig, ConfigError, ControlPlane, SetOutcome};
@@ -194,6 +195,21 @@ impl Cluster {
             Some(path) => state::save(path, &self.cp.allocation_snapshot()),
             None => Ok(()),
         }
+    }
+
+    /// [`Cluster::save`] on a thread of its own: the snapshot is taken now
+    /// and written while the caller goes on; join the handle for the
+    /// result. `Ok(None)` without a state file; `Err` when no thread could
+    /// be started (then nothing was written).
+    pub fn save_in_background(&self) -> std::io::Result<Option<JoinHandle<Result<(), StateError>>>> {
+        let Some(path) = self.state_file.clone() else {
+            return Ok(None);
+        };
+        let snapshot = self.cp.allocation_snapshot();
+        std::thread::Builder::new()
+            .name("state-file".into())
+            .spawn(move || state::save(&path, &snapshot))
+            .map(Some)
     }
 }
 

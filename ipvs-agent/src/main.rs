@@ -307,8 +307,9 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let mut agent = Agent::start(cluster, plan_state, dataplane, settings, metrics.clone(), clock.now())?;
 
     if args.once {
-        // The state file was saved at start; a sync changes no allocation
-        // (and the sync saved the plan state if it changed).
+        // The sync ends by waiting for the state file's write begun at
+        // start; a sync changes no allocation (and the sync saved the plan
+        // state if it changed).
         let report = agent.sync_now(clock.now()).await;
         let nftables_synced = sync_nftables_standalone(&mut nftables, &agent)?;
         return Ok(if report.succeeded() && nftables_synced {

@@ -103,8 +103,8 @@ fn assert_ruleset_follows_the_control_plane(agent: &Agent<MemoryDataplane>) {
 async fn programs_the_manifests_and_follows_file_changes() {
     let (dir, file) = setup();
     let mut agent = start(dir.path()).unwrap();
-    assert!(dir.path().join("state.json").exists(), "saved at start");
     let report = agent.step(T0).await.unwrap();
+    assert!(dir.path().join("state.json").exists(), "written beside the first sync");
     assert!(report.full && report.succeeded());
     assert_ruleset_follows_the_control_plane(&agent);
     let web = web_vs(&agent);
@@ -379,6 +379,31 @@ fn metric(agent: &Agent<MemoryDataplane>, name: &str) -> String {
                 .map(str::to_string)
         })
         .unwrap_or_else(|| panic!("no {name} in\n{rendered}"))
+}
+
+/// The state file's write begun at start goes on beside the first sync,
+/// which ends by taking its result: a failure there is counted and tried
+/// again at the next poll, as any other.
+#[tokio::test]
+async fn the_state_write_begun_at_start_is_taken_by_the_first_sync() {
+    let (dir, _file) = setup();
+    let state_file = dir.path().join("state.json");
+    // A folder where the write puts its temporary file: the write fails.
+    let blocker = dir.path().join(format!(".state.json.tmp.{}", std::process::id()));
+    fs::create_dir(&blocker).unwrap();
+    let mut agent = start_at(dir.path(), Some(state_file.clone()), T0).unwrap();
+    let report = agent.step(T0).await.unwrap();
+    assert!(report.succeeded(), "serving all the same");
+    assert_eq!(metric(&agent, "svcnet_state_file_unsaved"), "1");
+    assert_eq!(metric(&agent, "svcnet_state_file_write_errors_total"), "1");
+    assert!(!state_file.exists());
+
+    fs::remove_dir(&blocker).unwrap();
+    agent.step(at(1)).await;
+    assert_eq!(metric(&agent, "svcnet_state_file_unsaved"), "0");
+    let web_ip = &agent.control_plane().service("default", "web").unwrap().spec.cluster_ip;
+    let saved = fs::read_to_string(&state_file).unwrap();
+    assert!(saved.contains(&format!("\"clusterIP\": \"{web_ip}\"")), "{saved}");
 }
 
 #[tokio::test]
