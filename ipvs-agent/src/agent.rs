@@ -22,9 +22,7 @@ use crate::state::writer::PlanStateWriter;
 use crate::state::{self, StateError};
 use crate::sync::{SyncLoop, SyncReport, SyncSettings};
 use std::net::IpAddr;
-use std::path::Path;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 use svcnet_core::controlplane::{ApplyAction, ControlPlane, ObjectKey};
 use svcnet_core::proxy::{NodeInfo, PlanState, ProxyConfig};
@@ -69,9 +67,6 @@ pub struct Agent<D> {
     plan_state_writer: PlanStateWriter,
     /// The last write of the state file failed: written again at each poll.
     state_unsaved: bool,
-    /// The write of the state file begun at start, going on beside the
-    /// first sync; finished after it ([`Agent::finish_save`]).
-    pending_save: Option<JoinHandle<Result<(), StateError>>>,
 }
 
 /// The plan state an earlier run saved beside `cluster`'s state file
@@ -120,7 +115,9 @@ impl<D: Dataplane> Agent<D> {
         now: Time,
     ) -> Result<Agent<D>, ClusterError> {
         cluster.heartbeat(now);
-        if let Some(refreshed) = cluster.refresh()? {
+        let refreshed = cluster.refresh()?;
+        let changed = refreshed.is_some();
+        if let Some(refreshed) = refreshed {
             log_outcome(&refreshed);
         }
         let node = resolve_node(&settings, cluster.control_plane(), None);
@@ -143,18 +140,17 @@ impl<D: Dataplane> Agent<D> {
             last_error: None,
             plan_state_writer,
             state_unsaved: false,
-            pending_save: None,
         };
         // Writing 5,000 Services' allocations takes as long as building
         // their table: the write goes on beside that and the first sync,
-        // which end by waiting for it. A crash before it lands is no worse
-        // than one before a write at this point: the next start reads the
-        // same state file and manifests, and allocates the same way.
-        match agent.cluster.save_in_background() {
-            Ok(pending) => agent.pending_save = pending,
-            Err(e) => {
-                tracing::debug!(error = %e, "no thread for the state file; writing it now");
-                agent.save();
+        // which ends by waiting for it. `run` begins it as soon as the
+        // manifests are applied; it is begun again here if they changed
+        // since. A crash before it lands is no worse than one before a
+        // write at this point: the next start reads the same state file
+        // and manifests, and allocates the same way.
+        if changed || !agent.cluster.save_pending() {
+            if let Some(earlier) = agent.cluster.begin_save() {
+                agent.saved(earlier);
             }
         }
         agent.save_plan_state();
@@ -226,13 +222,7 @@ impl<D: Dataplane> Agent<D> {
     /// Waits for the write of the state file begun at start, if it is
     /// still going on, and takes its result.
     fn finish_save(&mut self) {
-        if let Some(pending) = self.pending_save.take() {
-            let result = pending.join().unwrap_or_else(|_| {
-                Err(StateError::Write {
-                    path: self.cluster.state_file().map(Path::to_path_buf).unwrap_or_default(),
-                    source: std::io::Error::other("the thread writing it panicked"),
-                })
-            });
+        if let Some(result) = self.cluster.finish_save() {
             self.saved(result);
         }
     }
@@ -330,18 +320,6 @@ impl<D: Dataplane> Agent<D> {
                 &format!("{ns}/{name}"),
                 cp.service(&ns, &name).map(|svc| (svc, slices.as_slice())),
             );
-        }
-    }
-}
-
-impl<D> Drop for Agent<D> {
-    /// An agent that stops before its first sync still finishes writing
-    /// the state file it began.
-    fn drop(&mut self) {
-        if let Some(pending) = self.pending_save.take() {
-            if let Ok(Err(e)) = pending.join() {
-                tracing::error!(error = %e, "cannot save the state");
-            }
         }
     }
 }

@@ -51,6 +51,17 @@ pub struct Cluster {
     stamps: Option<Stamps>,
     /// The manifests last accepted, decoded.
     accepted: Option<Manifests>,
+    /// A write of the state file begun by [`Cluster::begin_save`].
+    pending_save: Option<PendingSave>,
+}
+
+/// A write of the state file begun in the background.
+#[derive(Debug)]
+enum PendingSave {
+    /// Going on, on a thread of its own.
+    Writing(JoinHandle<Result<(), StateError>>),
+    /// Over already: no thread could be started, so it was written at once.
+    Done(Result<(), StateError>),
 }
 
 impl Cluster {
@@ -84,6 +95,7 @@ impl Cluster {
             seen: None,
             stamps: None,
             accepted: None,
+            pending_save: None,
         })
     }
 
@@ -186,7 +198,8 @@ impl Cluster {
         self.cp.endpoint_slice("default", "kubernetes") != before.as_ref()
     }
 
-    /// Writes the allocations to the state file, if there is one: the
+    /// Writes the allocations to the state file, if there is one (finish a
+    /// write begun in the background first: [`Cluster::finish_save`]): the
     /// Services and ServiceCIDRs with the allocators' state
     /// ([`ControlPlane::allocation_snapshot`]). Pods, Nodes and
     /// EndpointSlices come from the manifests again at start.
@@ -197,19 +210,59 @@ impl Cluster {
         }
     }
 
-    /// [`Cluster::save`] on a thread of its own: the snapshot is taken now
-    /// and written while the caller goes on; join the handle for the
-    /// result. `Ok(None)` without a state file; `Err` when no thread could
-    /// be started (then nothing was written).
-    pub fn save_in_background(&self) -> std::io::Result<Option<JoinHandle<Result<(), StateError>>>> {
+    /// Begins [`Cluster::save`] on a thread of its own: the snapshot is
+    /// taken now and written while the caller goes on (at start, beside
+    /// the rest of the start and the first sync); [`Cluster::finish_save`]
+    /// takes the result. Returns the result of a write begun before and
+    /// not taken yet, finished first (both write through one temporary
+    /// file).
+    pub fn begin_save(&mut self) -> Option<Result<(), StateError>> {
+        let earlier = self.finish_save();
         let Some(path) = self.state_file.clone() else {
-            return Ok(None);
+            return earlier;
         };
         let snapshot = self.cp.allocation_snapshot();
-        std::thread::Builder::new()
+        let thread_path = path.clone();
+        let writing = std::thread::Builder::new()
             .name("state-file".into())
-            .spawn(move || state::save(&path, &snapshot))
-            .map(Some)
+            .spawn(move || state::save(&thread_path, &snapshot));
+        self.pending_save = Some(match writing {
+            Ok(handle) => PendingSave::Writing(handle),
+            Err(e) => {
+                tracing::debug!(error = %e, "no thread for the state file; writing it now");
+                PendingSave::Done(state::save(&path, &self.cp.allocation_snapshot()))
+            }
+        });
+        earlier
+    }
+
+    /// Whether a write begun by [`Cluster::begin_save`] waits to be taken.
+    pub fn save_pending(&self) -> bool {
+        self.pending_save.is_some()
+    }
+
+    /// Waits for the write begun by [`Cluster::begin_save`], if any, and
+    /// returns its result.
+    pub fn finish_save(&mut self) -> Option<Result<(), StateError>> {
+        Some(match self.pending_save.take()? {
+            PendingSave::Writing(handle) => handle.join().unwrap_or_else(|_| {
+                Err(StateError::Write {
+                    path: self.state_file.clone().unwrap_or_default(),
+                    source: std::io::Error::other("the thread writing it panicked"),
+                })
+            }),
+            PendingSave::Done(result) => result,
+        })
+    }
+}
+
+impl Drop for Cluster {
+    /// A cluster dropped while its state file is being written (the agent
+    /// stopping before its first sync) lets the write finish.
+    fn drop(&mut self) {
+        if let Some(Err(e)) = self.finish_save() {
+            tracing::error!(error = %e, "cannot save the state");
+        }
     }
 }
 

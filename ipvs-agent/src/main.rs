@@ -280,7 +280,11 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         return run_api(&args, updates, nftables, metrics).await;
     }
     let mut nftables = nftables_sync(&args, metrics.clone())?;
-    let cluster = load_cluster(common, true)?;
+    let mut cluster = load_cluster(common, true)?;
+    // The state file is written while the kernel is set up and the table
+    // built; the first sync ends by waiting for it (`Agent::start`).
+    // Nothing was begun before, so there is no earlier result to take.
+    cluster.begin_save();
     let plan_state = load_plan_state(&cluster);
     // The state file is written only when allocations change, so drain
     // start times saved after it may be later than its time: the clock

@@ -125,9 +125,14 @@ impl ControlPlane {
             keys.extend(self.services.keys().cloned());
         }
         keys.into_iter()
-            .filter(|key| {
-                let was = before.remove(key).unwrap_or_default();
-                !same_state(&was, &self.service_state(key))
+            .filter(|key| match before.remove(key).unwrap_or_default() {
+                // Nothing before (a Service created): changed if anything
+                // is there now, which is cheaper to ask than its state.
+                (None, slices) if slices.is_empty() => {
+                    self.services.contains_key(key)
+                        || self.endpoint_slices.shared_for_service(&key.0, &key.1).next().is_some()
+                }
+                was => !same_state(&was, &self.service_state(key)),
             })
             .collect()
     }
