@@ -20,7 +20,8 @@ NODE ?= node
 NODE_TESTS := tests/node/vectors.test.mjs tests/node/cluster.test.mjs
 BENCH_RESULTS := benchmarks
 
-step = @printf '\n==> make %s\n' '$@'
+# Each step's start, by the clock: .ci/run sums the minutes each took.
+step = @printf '\n==> make %s (%s)\n' '$@' "$$(date -u +%H:%M:%S)"
 
 # One build per profile. Cargo unifies the features of dependencies over
 # the packages and targets a command selects: `-p ipvs-agent` alone, or

@@ -1,12 +1,12 @@
 //! `run`'s main loop, one step at a time: pick up manifest changes (at most
 //! once per `--min-sync-period`; a poll stats the files and reads them only
 //! when their stamps changed, and reads them all every `--sync-period`),
-//! renew the apiserver leases, feed what
-//! changed to the [`SyncLoop`], save the state file at start (beside the
-//! first sync) and after each accepted change that may have moved
-//! allocations (a Service or ServiceCIDR), and
-//! save the plan state (drain start times, claimed virtual servers) beside
-//! it after each sync that changed it, so a restarted agent starts from
+//! renew the apiserver leases, feed what changed to the [`SyncLoop`], save
+//! the state file at start (in the background, taken by the first sync)
+//! and after each accepted change that may have moved allocations (a
+//! Service or ServiceCIDR), and save the plan state (drain start times,
+//! claimed virtual servers) beside it after each sync that changed it, so
+//! a restarted agent starts from
 //! the plan state the last one saved ([`load_plan_state`]). A write that
 //! fails (disk full) is counted and tried again at every poll until it
 //! succeeds, while the agent keeps serving from memory. A bad manifest
