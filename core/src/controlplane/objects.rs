@@ -146,8 +146,7 @@ impl ControlPlane {
         let old = self.endpoint_slices.get(&key);
         // The controllers read only the slices they manage: a slice someone
         // else manages, put where no managed slice was, changes nothing
-        // they would write (but the apiserver's for `kubernetes`), so they
-        // need not run (with thousands of
+        // they would write, so they need not run (with thousands of
         // selector-less Services, that was a third of applying a slice).
         // A managed slice replaced by one labelled for another Service is
         // gone from its own Service, whose controller runs too.
@@ -275,9 +274,9 @@ pub(super) fn compare<T: Stored>(new: &mut T, old: Option<&T>) -> ApplyAction {
 }
 
 /// Whether the EndpointSlice controller or its mirroring controller
-/// manages `slice` of `namespace` (its `endpointslice.kubernetes.io/managed-by`
-/// label).
-/// The apiserver rewrites any slice of `default/kubernetes` too.
+/// manages `slice` of `namespace` (its
+/// `endpointslice.kubernetes.io/managed-by` label), or the apiserver
+/// does, which rewrites any slice of `default/kubernetes`.
 fn is_controller_owned(namespace: &str, slice: &EndpointSlice) -> bool {
     slice.is_managed_by_controller()
         || is_mirrored(slice)
