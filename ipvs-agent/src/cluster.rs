@@ -7,6 +7,7 @@ use crate::manifests::{ManifestError, Manifests, Sources, Stamps};
 use crate::state::{self, StateError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 use svcnet_core::api::manifest::Object;
@@ -221,16 +222,16 @@ impl Cluster {
         let Some(path) = self.state_file.clone() else {
             return earlier;
         };
-        let snapshot = self.cp.allocation_snapshot();
-        let thread_path = path.clone();
+        let snapshot = Arc::new(self.cp.allocation_snapshot());
+        let (thread_path, thread_snapshot) = (path.clone(), snapshot.clone());
         let writing = std::thread::Builder::new()
             .name("state-file".into())
-            .spawn(move || state::save(&thread_path, &snapshot));
+            .spawn(move || state::save(&thread_path, &thread_snapshot));
         self.pending_save = Some(match writing {
             Ok(handle) => PendingSave::Writing(handle),
             Err(e) => {
                 tracing::debug!(error = %e, "no thread for the state file; writing it now");
-                PendingSave::Done(state::save(&path, &self.cp.allocation_snapshot()))
+                PendingSave::Done(state::save(&path, &snapshot))
             }
         });
         earlier
