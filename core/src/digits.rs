@@ -8,8 +8,8 @@ pub(crate) fn push_decimal(text: &mut String, n: u64, width: usize) {
     push_digits(text, n, 10, digits.max(width));
 }
 
-/// Appends the lowest `width` hexadecimal digits of `n`, in lower case,
-/// zero-padded: all of them when `width` is at least their count.
+/// Appends `n` in lower-case hexadecimal, zero-padded to at least `width`
+/// digits.
 pub(crate) fn push_hex(text: &mut String, n: u64, width: usize) {
     let digits = (n.checked_ilog2().unwrap_or(0) / 4) as usize + 1;
     push_digits(text, n, 16, digits.max(width));
