@@ -143,6 +143,13 @@ build_now() {
     progress() { step=$((step + 1)); say "k8s.sh: [$step/$steps] $* ($((SECONDS - started)) s so far)"; }
     mkdir -p "$CACHE/kubernetes" "$CACHE/etcd" "$BIN.new"
     export GOFLAGS="${GOFLAGS:-} -mod=mod" CGO_ENABLED=0
+    # The binaries are stripped (-s -w), so the compiler's DWARF would be
+    # thrown away at link time: it is not made (-dwarf=false), and the
+    # compiler collects garbage less often (GOGC 400, about 1.3 GB at
+    # most). Together they took kube-proxy's cold build from 591 to 552 CPU
+    # seconds (2026-11-29); a cold make test is CPU-bound throughout.
+    export GOGC="${GOGC:-400}"
+    local gcflags="all=-dwarf=false"
 
     progress "reading k8s.io/kubernetes@$K8S_VERSION's go.mod from the module proxy"
     local gomod
@@ -176,7 +183,7 @@ build_now() {
     ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
     local pkgs=()
     for m in "${K8S_COMMANDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$m"); done
-    (cd "$CACHE/kubernetes" && go build -trimpath -tags selinux,notest -ldflags "$ldflags" -o "$BIN.new/" "${pkgs[@]}")
+    (cd "$CACHE/kubernetes" && go build -trimpath -tags selinux,notest -gcflags "$gcflags" -ldflags "$ldflags" -o "$BIN.new/" "${pkgs[@]}")
 
     progress "etcd $ETCD_VERSION in its own module ($CACHE/etcd)"
     (
@@ -184,7 +191,7 @@ build_now() {
         printf 'module svcnet-etcd-build\n\ngo 1.26.0\n' >go.mod
         go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>"$CACHE/go-get-etcd.log" ||
             { tail -n 20 "$CACHE/go-get-etcd.log" >&2; exit 1; }
-        go build -trimpath -ldflags "-s -w" -o "$BIN.new/etcd" go.etcd.io/etcd/server/v3
+        go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$BIN.new/etcd" go.etcd.io/etcd/server/v3
     )
 
     progress "checking the versions"
