@@ -2,7 +2,7 @@
 # The real Kubernetes, as a reference to check svcnet against.
 #
 #   scripts/k8s.sh build   build kube-apiserver, kube-controller-manager,
-#                          kube-proxy, kubectl (v1.37.2) and etcd (v3.6) from
+#                          kube-proxy, kubectl (v1.37.2) and etcd (v3.7) from
 #                          the Go module proxy, cached by version; waits for
 #                          a background build already under way
 #   scripts/k8s.sh build-background [PID]
@@ -50,8 +50,10 @@ set -euo pipefail
 K8S_VERSION=v1.37.2
 # The staging modules (k8s.io/api, ...) carry the same minor, as v0.MINOR.PATCH.
 STAGING_VERSION=v0.${K8S_VERSION#v1.}
-# The newest etcd 3.6 release the module proxy serves that builds here.
-ETCD_VERSION=v3.6.16
+# The etcd release whose client Kubernetes $K8S_VERSION requires: it is built
+# in the same Go module as Kubernetes, so the modules they share compile once
+# (build_now checks that it changes the version of none of them).
+ETCD_VERSION=v3.7.0
 K8S_COMMANDS=(kube-apiserver kube-controller-manager kube-proxy kubectl)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,7 +74,8 @@ built() {
     for c in "${K8S_COMMANDS[@]}" etcd; do
         [[ -x $BIN/$c ]] || return 1
     done
-    [[ $("$BIN/kube-apiserver" --version 2>/dev/null) == "Kubernetes $K8S_VERSION" ]]
+    [[ $("$BIN/kube-apiserver" --version 2>/dev/null) == "Kubernetes $K8S_VERSION" ]] &&
+        [[ $("$BIN/etcd" --version 2>/dev/null) == *"etcd Version: ${ETCD_VERSION#v}"* ]]
 }
 
 # One build at a time per cache: `build` holds this lock while it builds,
@@ -141,7 +144,7 @@ build_now() {
     fi
     local started=$SECONDS step=0 steps=5
     progress() { step=$((step + 1)); say "k8s.sh: [$step/$steps] $* ($((SECONDS - started)) s so far)"; }
-    mkdir -p "$CACHE/kubernetes" "$CACHE/etcd" "$BIN.new"
+    mkdir -p "$CACHE/kubernetes" "$BIN.new"
     export GOFLAGS="${GOFLAGS:-} -mod=mod" CGO_ENABLED=0
     # The binaries are stripped (-s -w), so the compiler's DWARF would be
     # thrown away at link time: it is not made (-dwarf=false), and the
@@ -159,7 +162,7 @@ build_now() {
         sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
     [[ -f $gomod ]] || die "could not download k8s.io/kubernetes@$K8S_VERSION's go.mod"
 
-    progress "a build module in $CACHE/kubernetes: every k8s.io staging module at $STAGING_VERSION"
+    progress "a build module in $CACHE/kubernetes: every k8s.io staging module at $STAGING_VERSION, and etcd $ETCD_VERSION"
     # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces
     # them with ./staging/src/...; a module of our own replaces them with
     # their published releases instead.
@@ -175,6 +178,15 @@ build_now() {
         local tools=()
         for m in "${K8S_COMMANDS[@]}"; do tools+=("k8s.io/kubernetes/cmd/$m@$K8S_VERSION"); done
         go get -tool "${tools[@]}" 2>"$CACHE/go-get.log" || { tail -n 20 "$CACHE/go-get.log" >&2; exit 1; }
+        # etcd joins the same module only if Kubernetes is still built with
+        # the versions it chose: a module etcd needs newer is an error.
+        go list -m all >"$CACHE/modules-kubernetes.txt"
+        go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>"$CACHE/go-get-etcd.log" ||
+            { tail -n 20 "$CACHE/go-get-etcd.log" >&2; exit 1; }
+        local changed
+        changed="$(go list -m all | awk 'NR == FNR { v[$1] = $2; next } ($1 in v) && v[$1] != $2 { printf "%s %s -> %s; ", $1, v[$1], $2 }' \
+            "$CACHE/modules-kubernetes.txt" -)"
+        [[ -z $changed ]] || die "etcd $ETCD_VERSION needs other versions of modules Kubernetes $K8S_VERSION is built with: ${changed%; }"
     )
 
     progress "compiling ${K8S_COMMANDS[*]} (the longest step: about 10 minutes on 2 cores with an empty Go cache)"
@@ -187,14 +199,8 @@ build_now() {
     for m in "${K8S_COMMANDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$m"); done
     (cd "$CACHE/kubernetes" && go build -trimpath -tags selinux,notest -gcflags "$gcflags" -ldflags "$ldflags" -o "$BIN.new/" "${pkgs[@]}")
 
-    progress "etcd $ETCD_VERSION in its own module ($CACHE/etcd)"
-    (
-        cd "$CACHE/etcd"
-        printf 'module svcnet-etcd-build\n\ngo 1.26.0\n' >go.mod
-        go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" 2>"$CACHE/go-get-etcd.log" ||
-            { tail -n 20 "$CACHE/go-get-etcd.log" >&2; exit 1; }
-        go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$BIN.new/etcd" go.etcd.io/etcd/server/v3
-    )
+    progress "compiling etcd $ETCD_VERSION (most of its packages were compiled for Kubernetes)"
+    (cd "$CACHE/kubernetes" && go build -trimpath -tags selinux,notest -gcflags "$gcflags" -ldflags "-s -w" -o "$BIN.new/etcd" go.etcd.io/etcd/server/v3)
 
     progress "checking the versions"
     # Each output is read whole before it is matched: `| grep -q` under
