@@ -13,6 +13,15 @@
 //!         each: "ok NAME SOURCE", "refused", "reset", "timeout" (no
 //!         connection or no answer within TIMEOUT_MS), "no-answer" (TCP
 //!         connected, nothing read) or "error TEXT".
+//!     traffic cells TIMEOUT_MS
+//!         the probes of many cells, one after another, from one process:
+//!         each line of stdin is a cell, "NETNS tcp|udp ADDRESS PORT
+//!         ATTEMPTS AFFINITY", probed as `probe` does from inside the network
+//!         namespace /run/netns/NETNS (`ip netns add`'s); AFFINITY 1 sends
+//!         the first attempt alone and the rest at once, 0 all at once. One
+//!         line an attempt, "N<TAB>RESULT", N the cell's line from 1. (In
+//!         the emulated VM a process costs about a tenth of a second: one
+//!         `ip netns exec ... traffic probe` a cell took most of a matrix.)
 //!     traffic stream ADDRESS PORT INTERVAL_MS COUNT
 //!         COUNT UDP datagrams from one socket (one source port, as a DNS
 //!         client that keeps its socket), one every INTERVAL_MS; then one
@@ -49,7 +58,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "usage: traffic serve NAME PORT... | probe tcp|udp ADDRESS PORT ATTEMPTS TIMEOUT_MS | \
-                     stream ADDRESS PORT INTERVAL_MS COUNT | hold STOP_FILE INTERVAL_MS TARGET... | \
+                     cells TIMEOUT_MS (cells on stdin) | stream ADDRESS PORT INTERVAL_MS COUNT | hold STOP_FILE INTERVAL_MS TARGET... | \
                      loop count=N|until=STOP_FILE INTERVAL_MS TIMEOUT_MS TARGET... | now";
 
 /// How long a held connection's echo may take before it counts as broken.
@@ -75,14 +84,14 @@ fn main() -> ExitCode {
             let target = SocketAddr::new(ip(address)?, port(p)?);
             let attempts = number(attempts, "ATTEMPTS")?;
             let timeout = Duration::from_millis(number(timeout, "TIMEOUT_MS")?);
-            let tcp = match *protocol {
-                "tcp" => true,
-                "udp" => false,
-                other => return Err(format!("protocol {other:?}: expected tcp or udp")),
-            };
-            probe(tcp, target, attempts, timeout);
+            for result in probe(is_tcp(protocol)?, target, attempts, timeout) {
+                println!("{result}");
+            }
             Ok(ExitCode::SUCCESS)
         })(),
+        ["cells", timeout] => number(timeout, "TIMEOUT_MS")
+            .and_then(|ms| cells(std::io::stdin().lock(), Duration::from_millis(ms)))
+            .map(|()| ExitCode::SUCCESS),
         ["stream", address, p, interval, count] => (|| {
             let target = SocketAddr::new(ip(address)?, port(p)?);
             let interval = Duration::from_millis(number(interval, "INTERVAL_MS")?);
@@ -255,7 +264,69 @@ fn probe_udp(target: SocketAddr, timeout: Duration) -> String {
     attempt().unwrap_or_else(|e| outcome(&e))
 }
 
-fn probe(tcp: bool, target: SocketAddr, attempts: u64, timeout: Duration) {
+fn is_tcp(protocol: &str) -> Result<bool, String> {
+    match protocol {
+        "tcp" => Ok(true),
+        "udp" => Ok(false),
+        other => Err(format!("protocol {other:?}: expected tcp or udp")),
+    }
+}
+
+/// `cells`: each cell's attempts from inside its network namespace. The
+/// threads the attempts run on are made after the switch, so they start in
+/// the namespace too.
+fn cells(input: impl BufRead, timeout: Duration) -> Result<(), String> {
+    for (index, line) in input.lines().enumerate() {
+        let n = index + 1;
+        let line = line.map_err(|e| format!("reading cell {n}: {e}"))?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [netns, protocol, address, p, attempts, affinity] = words.as_slice() else {
+            return Err(format!(
+                "cell {n}, {line:?}: expected NETNS tcp|udp ADDRESS PORT ATTEMPTS AFFINITY"
+            ));
+        };
+        let tcp = is_tcp(protocol)?;
+        let target = SocketAddr::new(ip(address)?, port(p)?);
+        let attempts = number(attempts, "ATTEMPTS")?;
+        enter_netns(netns)?;
+        let results = match *affinity {
+            // The first connection makes the affinity; the rest, at once,
+            // must follow it.
+            "1" if attempts > 0 => {
+                let mut first = probe(tcp, target, 1, timeout);
+                first.extend(probe(tcp, target, attempts - 1, timeout));
+                first
+            }
+            "0" | "1" => probe(tcp, target, attempts, timeout),
+            other => return Err(format!("cell {n}: AFFINITY {other:?}: expected 0 or 1")),
+        };
+        for result in results {
+            println!("{n}\t{result}");
+        }
+    }
+    Ok(())
+}
+
+/// Moves this thread into the network namespace `ip netns add NAME` made.
+fn enter_netns(name: &str) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let path = Path::new("/run/netns").join(name);
+    let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: setns(2) on a descriptor this function owns and keeps open
+    // for the call; it changes only this thread's network namespace.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(format!(
+            "entering {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// ATTEMPTS attempts at once, each on its own thread and socket: what each
+/// saw, in the order they were started.
+fn probe(tcp: bool, target: SocketAddr, attempts: u64, timeout: Duration) -> Vec<String> {
     let handles: Vec<_> = (0..attempts)
         .map(|_| {
             thread::spawn(move || {
@@ -267,14 +338,14 @@ fn probe(tcp: bool, target: SocketAddr, attempts: u64, timeout: Duration) {
             })
         })
         .collect();
-    for handle in handles {
-        println!(
-            "{}",
+    handles
+        .into_iter()
+        .map(|handle| {
             handle
                 .join()
                 .unwrap_or_else(|_| "error the attempt's thread panicked".into())
-        );
-    }
+        })
+        .collect()
 }
 
 fn stream(target: SocketAddr, interval: Duration, count: u64) -> Result<(), String> {

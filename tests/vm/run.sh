@@ -114,6 +114,26 @@ quiet_filter() {
         { print; fflush() }'
 }
 
+# A guest kernel that has locked up (a CPU stuck in the kernel for a minute
+# or more: "watchdog: BUG: soft lockup - CPU#N stuck for 60s!") never
+# recovers, and the VM would sit there until VM_TIMEOUT (30 minutes for the
+# Kubernetes suites). The watch stops QEMU at once, and leaves the line in
+# $run_dir/lockup for the closing message. Shorter stalls pass unremarked:
+# an emulated CPU the host starves for a while can report one.
+lockup_watch() {
+    line_awk -v pidfile="$run_dir/qemu.pid" -v mark="$run_dir/lockup" '
+        { print; fflush() }
+        !killed && match($0, /soft lockup - CPU#[0-9]+ stuck for [0-9]+s/) {
+            n = substr($0, RSTART, RLENGTH); sub(/.* for /, "", n); sub(/s$/, "", n)
+            if (n + 0 >= 60) {
+                killed = 1
+                print $0 > mark; close(mark)
+                getline pid < pidfile
+                if (pid != "") system("kill " pid)
+            }
+        }'
+}
+
 case $net in
     none) nic=(-nic none) ;;
     user) nic=(-nic user,model=e1000) ;;
@@ -162,9 +182,9 @@ say "booting $(cat "$kdir/version") ($accel, ${mem} MiB, $smp cpu, timeout ${tim
 boot_started=$SECONDS
 set +e
 timeout -k 5 "$timeout_s" "${qemu_base[@]}" "${nic[@]}" -accel "$accel" \
-    -initrd "$run_dir/initramfs.cpio" \
+    -initrd "$run_dir/initramfs.cpio" -pidfile "$run_dir/qemu.pid" \
     -append "$append_base${VM_APPEND:+ $VM_APPEND}" </dev/null 2>&1 |
-    console_filter | tee "$log" | hide_exports | quiet_filter
+    console_filter | lockup_watch | tee "$log" | hide_exports | quiet_filter
 qemu_status=${PIPESTATUS[0]}
 set -e
 boot_s=$((SECONDS - boot_started))
@@ -205,6 +225,9 @@ if [[ -n $exit_line ]]; then
         say "the test exited 0 but printed no PASS line: it checked nothing"
         status=1
     fi
+elif [[ -s $run_dir/lockup ]]; then
+    say "no EXIT line: the guest kernel locked up ($(sed 's/^\[ *[0-9.]*\] //' "$run_dir/lockup")), so QEMU was stopped after ${boot_s} s instead of at VM_TIMEOUT"
+    status=1
 elif [[ $qemu_status == 124 || $qemu_status == 137 ]]; then
     say "no EXIT line: the VM was killed after ${timeout_s} s (VM_TIMEOUT)"
     status=124

@@ -24,7 +24,7 @@
 # The matrix: one row per frontend of the plan, one column per client (a pod
 # on node-a, the endpoint pod itself, node-a's own processes, the outside
 # host allowed by source ranges, the one refused); a cell is what its
-# attempts saw, `traffic probe` lines sorted and made unique: "ok NAME
+# attempts saw, `traffic cells` lines sorted and made unique: "ok NAME
 # SOURCE", "refused", "timeout", ... A source that is one of the Service
 # addresses on kube-ipvs0 is written "kube-ipvs0-address" (the kernel's pick
 # for a masquerade depends on the order they were bound in). A
@@ -77,67 +77,85 @@ bg_in() { # bg_in NS LOG COMMAND...: COMMAND in NS, in the background
     echo $! >>"$WORLD_PIDS"
     disown $!
 }
+# The network is made with as few processes as it takes: a process costs
+# about a tenth of a second in the emulated VM, and one command each made
+# the network in 34 s. ipb NS: the `ip` commands on stdin, one a line, run
+# in NS by one `ip -batch` (one failing does not stop the rest, as when they
+# ran one by one).
+ipb() { ip -force -n "$1" -batch -; }
+# ns_new NS [SH]: a namespace with no duplicate address detection, then SH,
+# in one shell inside it. ns_sh NS SH: the same for a namespace already
+# made (for `all`, `default`, and eth0 when it is there).
 ns_new() {
     ip netns add "$1"
-    ip -n "$1" link set lo up
-    ip netns exec "$1" sh -c 'for f in all default; do echo 0 >/proc/sys/net/ipv6/conf/$f/accept_dad; done'
+    ns_sh "$1" "${2:-}"
 }
-forwarding() { ip netns exec "$1" sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward; echo 1 >/proc/sys/net/ipv6/conf/all/forwarding'; }
-# lan_attach NS SHORT: NS's eth0 on the lan bridge (port l-SHORT).
+ns_sh() {
+    ip netns exec "$1" sh -c 'for f in all default eth0; do
+        [ -d /proc/sys/net/ipv6/conf/$f ] && echo 0 >/proc/sys/net/ipv6/conf/$f/accept_dad; done; '"$2"
+}
+FORWARDING='echo 1 >/proc/sys/net/ipv4/ip_forward; echo 1 >/proc/sys/net/ipv6/conf/all/forwarding'
+# lan_attach NS SHORT: NS's eth0 (made there, down) on the lan bridge (port l-SHORT).
 lan_attach() {
-    ip -n lan link add "l-$2" type veth peer name eth0 netns "$1"
-    ip -n lan link set "l-$2" master br0 up
-    ip -n "$1" link set eth0 up
+    ipb lan <<EOF
+link add l-$2 type veth peer name eth0 netns $1
+link set l-$2 master br0 up
+EOF
 }
 # node_ns NS IP4 IP6: a node on the lan, routing to the router by default.
+# Every interface made in it from then on answers ARP for what it routes
+# elsewhere (proxy ARP: its pods reach 169.254.1.1 that way).
 node_ns() {
-    ns_new "$1"
-    forwarding "$1"
+    ip netns add "$1"
     lan_attach "$1" "$1"
-    ip -n "$1" addr add "$2/24" dev eth0
-    ip -n "$1" addr add "$3/64" dev eth0 nodad
-    ip -n "$1" route add default via "$ROUTER4"
-    ip -n "$1" -6 route add default via "$ROUTER6"
+    ns_sh "$1" "$FORWARDING; echo 1 >/proc/sys/net/ipv4/conf/default/proxy_arp"
+    ipb "$1" <<EOF
+link set lo up
+link set eth0 up
+addr add $2/24 dev eth0
+addr add $3/64 dev eth0 nodad
+route add default via $ROUTER4
+route add ::/0 via $ROUTER6
+EOF
 }
 # pod_ns NODE NS IP4 IP6: a pod namespace behind NODE (a veth, proxy ARP for
 # 169.254.1.1 and fe80::1 on the node's end, /32 and /128 routes to it).
 pod_ns() {
     local node="$1" ns="$2" ip4="$3" ip6="$4" port="v-$2"
     ns_new "$ns"
-    ip -n "$node" link add "$port" type veth peer name eth0 netns "$ns"
-    ip netns exec "$node" sh -c "echo 1 >/proc/sys/net/ipv4/conf/$port/proxy_arp"
-    ip -n "$node" link set "$port" up
-    ip -n "$ns" link set eth0 up
-    if [[ $ip4 != - ]]; then
-        ip -n "$node" route add "$ip4/32" dev "$port"
-        ip -n "$ns" addr add "$ip4/32" dev eth0
-        ip -n "$ns" route add 169.254.1.1 dev eth0 scope link
-        ip -n "$ns" route add default via 169.254.1.1 dev eth0
-    fi
-    if [[ $ip6 != - ]]; then
-        ip -n "$node" -6 addr add fe80::1/64 dev "$port" nodad
-        ip -n "$node" -6 route add "$ip6/128" dev "$port"
-        ip -n "$ns" -6 addr add "$ip6/128" dev eth0 nodad
-        ip -n "$ns" -6 route add default via fe80::1 dev eth0
-    fi
+    {
+        echo "link add $port type veth peer name eth0 netns $ns"
+        echo "link set $port up"
+        [[ $ip4 != - ]] && echo "route add $ip4/32 dev $port"
+        [[ $ip6 != - ]] && printf '%s\n' "addr add fe80::1/64 dev $port nodad" "route add $ip6/128 dev $port"
+    } | ipb "$node"
+    {
+        printf '%s\n' "link set lo up" "link set eth0 up"
+        [[ $ip4 != - ]] && printf '%s\n' "addr add $ip4/32 dev eth0" "route add 169.254.1.1 dev eth0 scope link" \
+            "route add default via 169.254.1.1 dev eth0"
+        [[ $ip6 != - ]] && printf '%s\n' "addr add $ip6/128 dev eth0 nodad" "route add ::/0 via fe80::1 dev eth0"
+    } | ipb "$ns"
 }
 # outside_ns ROLE IP4 IP6: the host outside-ROLE behind the router, its
 # traffic to Services routed through node-a (as a load balancer or a route to
 # externalIPs would).
 outside_ns() {
     local ns="outside-$1" ip4="$2" ip6="$3"
-    ns_new "$ns"
+    ip netns add "$ns"
     lan_attach "$ns" "$1"
-    ip -n "$ns" addr add "$ip4/32" dev eth0
-    ip -n "$ns" addr add "$ip6/128" dev eth0 nodad
-    ip -n "$ns" route add 192.168.56.0/24 dev eth0
-    ip -n "$ns" route add default via "$NODE_A4"
-    ip -n "$ns" -6 route add fd00:56::/64 dev eth0
-    ip -n "$ns" -6 route add default via "$NODE_A6"
-    for via in lan:br0 node-a:eth0; do
-        ip -n "${via%%:*}" route add "$ip4/32" dev "${via#*:}"
-        ip -n "${via%%:*}" -6 route add "$ip6/128" dev "${via#*:}"
-    done
+    ns_sh "$ns" ''
+    ipb "$ns" <<EOF
+link set lo up
+link set eth0 up
+addr add $ip4/32 dev eth0
+addr add $ip6/128 dev eth0 nodad
+route add 192.168.56.0/24 dev eth0
+route add default via $NODE_A4
+route add fd00:56::/64 dev eth0
+route add ::/0 via $NODE_A6
+EOF
+    printf '%s\n' "route add $ip4/32 dev br0" "route add $ip6/128 dev br0" | ipb lan
+    printf '%s\n' "route add $ip4/32 dev eth0" "route add $ip6/128 dev eth0" | ipb node-a
 }
 
 # Backend NAME -> namespace, and the outside hosts' addresses.
@@ -146,18 +164,18 @@ OUTSIDE_ALLOWED4='' OUTSIDE_ALLOWED6='' OUTSIDE_REFUSED4='' OUTSIDE_REFUSED6=''
 
 world_up() {
     local kind name node ip4 ip6 ports i=0
-    ns_new lan
-    forwarding lan
-    ip -n lan link add br0 type bridge
-    ip -n lan link set br0 up
-    ip -n lan addr add "$ROUTER4/24" dev br0
-    ip -n lan addr add "$ROUTER6/64" dev br0 nodad
+    ns_new lan "$FORWARDING"
+    ipb lan <<EOF
+link set lo up
+link add br0 type bridge
+link set br0 up
+addr add $ROUTER4/24 dev br0
+addr add $ROUTER6/64 dev br0 nodad
+EOF
     node_ns node-a "$NODE_A4" "$NODE_A6"
     node_ns node-b "$NODE_B4" "$NODE_B6"
-    ip -n node-a route add 10.244.2.0/24 via "$NODE_B4"
-    ip -n node-a -6 route add fd00:10:244:2::/64 via "$NODE_B6"
-    ip -n node-b route add 10.244.1.0/24 via "$NODE_A4"
-    ip -n node-b -6 route add fd00:10:244:1::/64 via "$NODE_A6"
+    printf '%s\n' "route add 10.244.2.0/24 via $NODE_B4" "route add fd00:10:244:2::/64 via $NODE_B6" | ipb node-a
+    printf '%s\n' "route add 10.244.1.0/24 via $NODE_A4" "route add fd00:10:244:1::/64 via $NODE_A6" | ipb node-b
     bg_in node-a /run/socat-node-a.log socat TCP-LISTEN:6443,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/run/apiserver.sock
     pod_ns node-a client-a "$CLIENT4" "$CLIENT6"
     while IFS=$'\t' read -r kind name node ip4 ip6 ports; do
@@ -198,18 +216,23 @@ warm_up() {
     return 0
 }
 
+# in_world: the processes in a network namespace other than this script's, the
+# world's (bash's own tests, instead of an `ip netns pids` for each
+# namespace).
+in_world() {
+    local p
+    for p in /proc/[0-9]*; do
+        [[ $p/ns/net -ef /proc/$$/ns/net ]] || echo "${p#/proc/}"
+    done
+}
 world_down() {
-    local pid ns
+    local pid
     while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$WORLD_PIDS"
     : >"$WORLD_PIDS"
-    for ns in $(ip netns list | awk '{print $1}'); do
-        for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-    done
+    for pid in $(in_world); do kill "$pid" 2>/dev/null || true; done
     sleep 1
-    for ns in $(ip netns list | awk '{print $1}'); do
-        for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-        ip netns del "$ns"
-    done
+    for pid in $(in_world); do kill -9 "$pid" 2>/dev/null || true; done
+    ip -all netns delete
 }
 
 # What the proxy has programmed in node-a; settled when three reads 2 s
@@ -265,35 +288,55 @@ start_proxy() {
 # source as "kube-ipvs0-address".
 awk -F'\t' '$1 == "row" && $8 != "NodePort" {print $3}' "$PLAN" | sort -u >/run/vips.txt
 
-# cell NS PROTOCOL ADDRESS PORT ATTEMPTS AFFINITY: what the attempts from NS saw.
-cell() {
-    local out
-    if [[ $6 == 1 ]]; then
-        # Under sessionAffinity the first connection makes the affinity;
-        # the rest, at once, must follow it.
-        out="$(ip netns exec "$1" traffic probe "$2" "$3" "$4" 1 "$TIMEOUT_MS" 2>&1
-            ip netns exec "$1" traffic probe "$2" "$3" "$4" "$(($5 - 1))" "$TIMEOUT_MS" 2>&1)"
-    else
-        out="$(ip netns exec "$1" traffic probe "$2" "$3" "$4" "$5" "$TIMEOUT_MS" 2>&1)"
-    fi
-    out="$(awk 'NR == FNR { vip[$1] = 1; next } $1 == "ok" && ($3 in vip) { $3 = "kube-ipvs0-address" } 1' /run/vips.txt - <<<"$out")"
+declare -A VIPS=()
+while read -r vip; do VIPS[$vip]=1; done </run/vips.txt
+
+# cell_text ATTEMPTS AFFINITY LINE...: a cell as the matrix writes it, in
+# CELL, from its attempts' lines: made unique and sorted, joined by commas,
+# a Service address as the source written kube-ipvs0-address. Bash's
+# builtins only: a process costs about a tenth of a second in the emulated
+# VM, and the two matrices make 240 cells.
+cell_text() {
+    local attempts="$1" affinity="$2" LC_ALL=C line i
+    shift 2
+    local -a w lines=("$@") sorted=()
+    local -A seen=()
+    ((${#lines[@]})) || lines=('')
+    for line in "${lines[@]}"; do
+        read -r -a w <<<"$line"
+        [[ ${w[0]:-} == ok && ${#w[@]} == 3 && -n ${VIPS[${w[2]}]:-} ]] && line="ok ${w[1]} kube-ipvs0-address"
+        [[ -n ${seen[x$line]:-} ]] && continue
+        seen[x$line]=1
+        # Insertion: a cell has a handful of lines.
+        for ((i = ${#sorted[@]}; i > 0; i--)); do
+            [[ ${sorted[i - 1]} > $line ]] || break
+            sorted[i]="${sorted[i - 1]}"
+        done
+        sorted[i]="$line"
+    done
     # Under sessionAffinity every attempt must meet the same backend; which
     # one depends on where round robin stood, so only that is written, and
     # whether it was reached (answered or refused) or not.
-    if [[ $6 == 1 && $(LC_ALL=C sort -u <<<"$out" | wc -l) == 1 ]]; then
-        case $out in
-            ok* | refused*) echo "affinity: $5 alike, reached" ;;
-            *) echo "affinity: $5 alike, $(head -n 1 <<<"$out")" ;;
+    if [[ $affinity == 1 && ${#sorted[@]} == 1 ]]; then
+        case ${sorted[0]} in
+            ok* | refused*) CELL="affinity: $attempts alike, reached" ;;
+            *) CELL="affinity: $attempts alike, ${sorted[0]}" ;;
         esac
     else
-        LC_ALL=C sort -u <<<"$out" | paste -sd, -
+        local IFS=,
+        CELL="${sorted[*]}"
     fi
 }
 
-# matrix OUT: one line per cell, "LABEL<TAB>COLUMN<TAB>CELL".
+# matrix OUT: one line per cell, "LABEL<TAB>COLUMN<TAB>CELL". One `traffic
+# cells` probes every cell, one after another, each from its namespace (a
+# sessionAffinity cell's first attempt alone, so that the rest follow the
+# affinity it made).
 matrix() {
-    local out="$1" kind proto addr port attempts affinity hairpin fkind service etp ranges label col ns
-    : >"$out"
+    local out="$1" kind proto addr port attempts affinity hairpin fkind service etp ranges label col ns n=0 i k rest
+    local -a keys=() specs=() lines
+    local -A results=()
+    : >/run/cells.in
     while IFS=$'\t' read -r kind proto addr port attempts affinity hairpin fkind service etp ranges label; do
         [[ $kind == row ]] || continue
         for col in "${COLUMNS_[@]}"; do
@@ -303,13 +346,32 @@ matrix() {
                 node) ns=node-a ;;
                 *) ns="$col" ;;
             esac
+            keys+=("$label"$'\t'"$col")
             if [[ -z $ns ]]; then
-                printf '%s\t%s\t%s\n' "$label" "$col" "n/a" >>"$out"
+                specs+=(n/a)
             else
-                printf '%s\t%s\t%s\n' "$label" "$col" "$(cell "$ns" "$proto" "$addr" "$port" "$attempts" "$affinity")" >>"$out"
+                n=$((n + 1))
+                echo "$ns $proto $addr $port $attempts $affinity" >>/run/cells.in
+                specs+=("$n $attempts $affinity")
             fi
         done
     done <"$PLAN"
+    if ! traffic cells "$TIMEOUT_MS" </run/cells.in >/run/cells.out 2>/run/cells.err; then
+        vm_fail "$out: the matrix's probes" "$(tr '\n' ' ' </run/cells.err)" || true
+    fi
+    while IFS=$'\t' read -r k rest; do results[$k]+="$rest"$'\n'; done </run/cells.out
+    : >"$out"
+    for i in "${!keys[@]}"; do
+        if [[ ${specs[i]} == n/a ]]; then
+            CELL=n/a
+        else
+            read -r k attempts affinity <<<"${specs[i]}"
+            mapfile -t lines <<<"${results[$k]:-}"
+            [[ -n ${results[$k]:-} ]] && unset 'lines[-1]'
+            cell_text "$attempts" "$affinity" "${lines[@]}"
+        fi
+        printf '%s\t%s\n' "${keys[i]}" "$CELL" >>"$out"
+    done
 }
 
 # The matrix as a table for people: a block per row, a line per column.
@@ -322,8 +384,13 @@ show_matrix() {
 rollout() {
     local mode="$1" k8s_ns="roll-$1" cip t_replace first_new
     ROLL_LOST=-1 ROLL_LOST_LATE=-1
-    "${KUBECTL[@]}" create namespace "$k8s_ns" >/dev/null
-    "${KUBECTL[@]}" create -f - >/dev/null <<EOF
+    # One kubectl for the namespace and the Service (a kubectl takes seconds
+    # in the emulated VM); it prints the ClusterIP (the namespace has none).
+    cip="$("${KUBECTL[@]}" create -o jsonpath='{.spec.clusterIP}' -f - <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $k8s_ns}
+---
 apiVersion: v1
 kind: Service
 metadata: {name: udp-roll, namespace: $k8s_ns}
@@ -331,7 +398,7 @@ spec:
   selector: {app: roll}
   ports: [{name: dns, port: 53, protocol: UDP, targetPort: 5353}]
 EOF
-    cip="$("${KUBECTL[@]}" get service udp-roll -n "$k8s_ns" -o jsonpath='{.spec.clusterIP}')"
+)"
     roll_pod() { # roll_pod NAME IP: a ready pod of the Service, and its namespace
         pod_ns node-a "$1" "$2" -
         bg_in "$1" "/run/$1.log" traffic serve "$1" 5353
@@ -371,9 +438,8 @@ EOF
     # The Service and its pod go now, so the next proxy's run starts from
     # the same cluster as this one's (the namespace controller takes its
     # time over the namespace, and its Service stayed programmed).
-    "${KUBECTL[@]}" delete service udp-roll -n "$k8s_ns" >/dev/null 2>&1
-    "${KUBECTL[@]}" delete pod --all -n "$k8s_ns" --grace-period=0 --force >/dev/null 2>&1
-    "${KUBECTL[@]}" delete namespace "$k8s_ns" --wait=false >/dev/null 2>&1
+    "${KUBECTL[@]}" delete -n "$k8s_ns" service/udp-roll pod/roll-old pod/roll-new "namespace/$k8s_ns" \
+        --grace-period=0 --force --wait=false --ignore-not-found >/dev/null 2>&1
     for pid in $(ip netns pids roll-new); do kill "$pid" 2>/dev/null || true; done
 }
 
@@ -393,25 +459,40 @@ health_checks() {
 # --- the two runs ------------------------------------------------------------------
 vm_info "kube-proxy $(kube-proxy --version 2>&1) and ipvs-agent $(ipvs-agent --version 2>&1 | awk '{print $2}'); $(grep -c '^row' "$PLAN") rows x ${#COLUMNS_[@]} clients, attempts wait ${TIMEOUT_MS} ms"
 declare -A LOST=() LOST_LATE=()
+# phase NAME: the seconds since the last phase (or since this run began)
+# go to PHASES as "NAME N s", for the line that tells where a run's time went.
+PHASES='' PHASE_AT=0
+phase() {
+    PHASES+="${PHASES:+, }$1 $((SECONDS - PHASE_AT)) s"
+    PHASE_AT=$SECONDS
+}
+phase "preparing the VM"
+vm_info "where the time went: $PHASES"
 for mode in kube-proxy svcnet; do
     vm_info "--- $mode"
+    PHASES=''
     world_up
     warm_up
+    phase "the network"
     start_proxy "$mode"
     if ! settle; then
         vm_fail "$mode: programmed" "node-a's tables did not settle within 180 s" || true
         tail -n 20 "/run/$mode.log"
     fi
+    phase "start to settled tables"
     vm_info "$mode: $(ip netns exec node-a ipvsadm-save -n | grep -c '^-A') virtual servers; matrix..."
-    started=$SECONDS
     matrix "/run/matrix-$mode.tsv"
-    vm_info "$mode: matrix in $((SECONDS - started)) s"
+    phase "the matrix"
     health_checks "/run/health-$mode.tsv"
     ip netns exec node-a sh -c 'iptables-save; ip6tables-save; ipset list; nft list table inet svcnet' >"/run/rules-$mode.txt" 2>&1
+    phase "health checks and rules"
     rollout "$mode"
     LOST[$mode]=$ROLL_LOST
     LOST_LATE[$mode]=$ROLL_LOST_LATE
+    phase "the UDP rollout"
     world_down
+    phase "the network down"
+    vm_info "$mode: where the time went: $PHASES"
 done
 
 # --- the comparison --------------------------------------------------------------
@@ -538,6 +619,9 @@ else
     vm_check "UDP rollout: svcnet loses no more than kube-proxy (svcnet ${LOST[svcnet]}, kube-proxy ${LOST[kube-proxy]})" \
         [ "${LOST[svcnet]}" -le "${LOST[kube-proxy]}" ]
 fi
+PHASES=''
+phase "the comparison"
+vm_info "where the time went: $PHASES"
 for f in kube-proxy svcnet; do
     if grep -qiE 'panic|fatal' "/run/$f.log"; then
         echo "--- /run/$f.log"
