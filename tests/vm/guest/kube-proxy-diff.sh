@@ -42,28 +42,25 @@ SETTLE_TIMEOUT=90
 
 vm_kube_prepare "$API_PORT" || vm_finish
 
-# table NS: the namespace's IPVS table, kube-ipvs0's state (up, down or
-# missing) and its addresses, sorted. kube-ipvs0's link and addresses come
-# from one `ip addr show` (its first line is the link's), sorted in bash: a
-# process costs about a tenth of a second in the emulated VM, and each
-# comparison reads both tables three times or more.
+# table NS: the namespace's IPVS table (`ipvsadm-save -n`), kube-ipvs0's
+# state (up, down or missing) and its addresses, sorted. A process costs
+# about a tenth of a second in the emulated VM, and each comparison reads
+# both tables three times or more, so a read spawns as few as it can:
+# `ipvsadm -S -n` is what the ipvsadm-save script runs, entered into the
+# namespace with busybox's nsenter (`ip netns exec` remounts /sys for each
+# command); kube-ipvs0's link and addresses come from one `ip addr show`
+# (its first line is the link's), sorted in bash.
 table() {
-    local ns="$1" link=missing address i LC_ALL=C
+    local ns="$1" link=missing
     local -a w addresses=()
-    ip netns exec "$ns" ipvsadm-save -n | sort
+    nsenter --net="/run/netns/$ns" ipvsadm -S -n | LC_ALL=C sort
     while read -r -a w; do
         if [[ ${w[1]:-} == kube-ipvs0: ]]; then
             # "N: kube-ipvs0: <FLAGS> ...", the link
             if [[ ${w[2]:-} =~ ^\<([A-Z_]+,)*UP[,\>] ]]; then link=up; else link=down; fi
         elif [[ ${w[0]:-} == inet || ${w[0]:-} == inet6 ]]; then
-            # "inet ADDRESS/LEN ...", sorted in as it comes (byte order,
-            # as sort's under LC_ALL=C)
-            address="${w[1]}"
-            for ((i = ${#addresses[@]}; i > 0; i--)); do
-                [[ ${addresses[i - 1]} > $address ]] || break
-                addresses[i]="${addresses[i - 1]}"
-            done
-            addresses[i]="$address"
+            # "inet ADDRESS/LEN ...", sorted in as it comes
+            vm_insert_sorted addresses "${w[1]}"
         fi
     done < <(ip -n "$ns" addr show dev kube-ipvs0 2>/dev/null)
     echo "kube-ipvs0 link: $link"
@@ -73,8 +70,8 @@ table() {
 
 # compare STEP [REFERENCE OTHER]: wait until REFERENCE's table (default
 # kube-proxy's) has changed from the one before the step, and OTHER's
-# (default the agent's) has been equal to it on three reads 1 s apart (a
-# read of both sides takes about 1 s more in the emulated CPU); PASS then,
+# (default the agent's) has been equal to it on three reads of both, each
+# begun 1 s after the one before (or as soon as it ended); PASS then,
 # else FAIL with the diff of the last reads after SETTLE_TIMEOUT seconds.
 # The change check keeps a step that reached neither side from passing as
 # "identical". BEFORE holds the reference's table between steps.
@@ -83,10 +80,11 @@ BEFORE="$(table kube-proxy 2>/dev/null || true)"
 # from then, and its comparison's wait.
 STEP_MARK="$(vm_uptime)"
 compare() {
-    local step="$1" ref="${2:-kube-proxy}" other="${3:-svcnet}" a b changed=0 streak=0
+    local step="$1" ref="${2:-kube-proxy}" other="${3:-svcnet}" a b changed=0 streak=0 began left
     local deadline=$((SECONDS + SETTLE_TIMEOUT)) t0 now timing
     t0="$(vm_uptime)"
     while ((SECONDS < deadline)); do
+        began="${EPOCHREALTIME/./}"
         a="$(table "$ref")"
         b="$(table "$other")"
         [[ $a != "$BEFORE" ]] && changed=1
@@ -96,7 +94,8 @@ compare() {
         else
             streak=0
         fi
-        sleep 1
+        left=$((began + 1000000 - ${EPOCHREALTIME/./}))
+        ((left <= 0)) || sleep "0.$(printf '%06d' "$left")"
     done
     BEFORE="$a"
     now="$(vm_uptime)"

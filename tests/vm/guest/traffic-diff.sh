@@ -315,7 +315,7 @@ while read -r vip; do VIPS[$vip]=1; done </run/vips.txt
 # builtins only: a process costs about a tenth of a second in the emulated
 # VM, and the two matrices make 240 cells.
 cell_text() {
-    local attempts="$1" affinity="$2" LC_ALL=C line i
+    local attempts="$1" affinity="$2" line
     shift 2
     local -a w lines=("$@") sorted=()
     local -A seen=()
@@ -325,12 +325,7 @@ cell_text() {
         [[ ${w[0]:-} == ok && ${#w[@]} == 3 && -n ${VIPS[${w[2]}]:-} ]] && line="ok ${w[1]} kube-ipvs0-address"
         [[ -n ${seen[x$line]:-} ]] && continue
         seen[x$line]=1
-        # Insertion: a cell has a handful of lines.
-        for ((i = ${#sorted[@]}; i > 0; i--)); do
-            [[ ${sorted[i - 1]} > $line ]] || break
-            sorted[i]="${sorted[i - 1]}"
-        done
-        sorted[i]="$line"
+        vm_insert_sorted sorted "$line"
     done
     # Under sessionAffinity every attempt must meet the same backend; which
     # one depends on where round robin stood, so only that is written, and
@@ -346,12 +341,12 @@ cell_text() {
     fi
 }
 
-# matrix OUT: one line per cell, "LABEL<TAB>COLUMN<TAB>CELL". One `traffic
+# matrix MODE OUT: one line per cell, "LABEL<TAB>COLUMN<TAB>CELL". One `traffic
 # cells` probes every cell, one after another, each from its namespace (a
 # sessionAffinity cell's first attempt alone, so that the rest follow the
 # affinity it made).
 matrix() {
-    local out="$1" kind proto addr port attempts affinity hairpin fkind service etp ranges label col ns n=0 i k rest
+    local mode="$1" out="$2" kind proto addr port attempts affinity hairpin fkind service etp ranges label col ns n=0 i k rest
     local -a keys=() specs=() lines
     local -A results=()
     : >/run/cells.in
@@ -375,7 +370,7 @@ matrix() {
         done
     done <"$PLAN"
     if ! traffic cells "$TIMEOUT_MS" </run/cells.in >/run/cells.out 2>/run/cells.err; then
-        vm_fail "$out: the matrix's probes" "$(tr '\n' ' ' </run/cells.err)" || true
+        vm_fail "$mode: the matrix's probes" "$(tr '\n' ' ' </run/cells.err)" || true
     fi
     while IFS=$'\t' read -r k rest; do results[$k]+="$rest"$'\n'; done </run/cells.out
     : >"$out"
@@ -499,7 +494,7 @@ for mode in kube-proxy svcnet; do
     fi
     phase "start to settled tables"
     vm_info "$mode: $(ip netns exec node-a ipvsadm-save -n | grep -c '^-A') virtual servers; matrix..."
-    matrix "/run/matrix-$mode.tsv"
+    matrix "$mode" "/run/matrix-$mode.tsv"
     phase "the matrix"
     health_checks "/run/health-$mode.tsv"
     ip netns exec node-a sh -c 'iptables-save; ip6tables-save; ipset list; nft list table inet svcnet' >"/run/rules-$mode.txt" 2>&1
