@@ -116,22 +116,32 @@ compare() {
 
 kc() { "${KUBECTL[@]}" "$@" 2>>"$KUBECTL_LOG" || { tail -n 3 "$KUBECTL_LOG"; return 1; }; }
 
-# pod NAME NODE IP4 [IP6]: a ready Pod of app=churn in namespace churn, with
-# the status a kubelet would write.
-pod() {
-    local name="$1" node="$2" ip4="$3" ip6="${4:-}" ips
-    kc create -f - >/dev/null <<EOF
+# pods [OBJECTS] NAME,NODE,IP4[,IP6]...: ready Pods of app=churn in
+# namespace churn, created with OBJECTS (YAML documents, told from a Pod
+# by their lines; created first) by one kubectl (a kubectl costs 1 to 3 s
+# of the emulated CPU), then each given the status a kubelet would write.
+pods() {
+    local objects="" spec name node ip4 ip6 ips
+    [[ $1 == *$'\n'* ]] && { objects="$1"; shift; }
+    for spec in "$@"; do
+        IFS=, read -r name node ip4 ip6 <<<"$spec"
+        objects+="
+---
 apiVersion: v1
 kind: Pod
 metadata: {name: $name, namespace: churn, labels: {app: churn}}
 spec:
   nodeName: $node
-  containers: [{name: main, image: registry.k8s.io/pause:3.10, ports: [{containerPort: 8080}]}]
-EOF
-    ips="{\"ip\":\"$ip4\"}"
-    [[ -n $ip6 ]] && ips+=",{\"ip\":\"$ip6\"}"
-    kc patch pod "$name" -n churn --subresource=status --type=merge -p \
-        "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],\"podIP\":\"$ip4\",\"podIPs\":[$ips]}}" >/dev/null
+  containers: [{name: main, image: registry.k8s.io/pause:3.10, ports: [{containerPort: 8080}]}]"
+    done
+    kc create -f - >/dev/null <<<"$objects" || return 1
+    for spec in "$@"; do
+        IFS=, read -r name node ip4 ip6 <<<"$spec"
+        ips="{\"ip\":\"$ip4\"}"
+        [[ -n $ip6 ]] && ips+=",{\"ip\":\"$ip6\"}"
+        kc patch pod "$name" -n churn --subresource=status --type=merge -p \
+            "{\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],\"podIP\":\"$ip4\",\"podIPs\":[$ips]}}" >/dev/null
+    done
 }
 
 svc_patch() { kc patch service churn-web -n churn --type=merge -p "$1" >/dev/null; }
@@ -204,21 +214,19 @@ if ! grep -q '^10\.96\.0\.1/32$' <<<"$BEFORE"; then
 fi
 
 # --- churn ---------------------------------------------------------------------
-kc create namespace churn >/dev/null
-kc create -f - >/dev/null <<'EOF'
+pods 'apiVersion: v1
+kind: Namespace
+metadata: {name: churn}
+---
 apiVersion: v1
 kind: Service
 metadata: {name: churn-web, namespace: churn}
 spec:
   selector: {app: churn}
-  ports: [{name: http, port: 80, targetPort: 8080}]
-EOF
-pod c1 node-a 10.244.1.101
-pod c2 node-b 10.244.2.101
+  ports: [{name: http, port: 80, targetPort: 8080}]' c1,node-a,10.244.1.101 c2,node-b,10.244.2.101
 compare "churn: a Service with two endpoints"
 
-pod c3 node-a 10.244.1.102
-pod c4 node-b 10.244.2.102
+pods c3,node-a,10.244.1.102 c4,node-b,10.244.2.102
 compare "churn: scaled up to four"
 
 kc delete pod c4 -n churn --grace-period=0 --force >/dev/null 2>&1
@@ -248,16 +256,13 @@ compare "churn: externalIPs"
 svc_patch '{"spec":{"externalTrafficPolicy":"Local"}}'
 compare "churn: externalTrafficPolicy Local"
 
-kc create -f - >/dev/null <<'EOF'
-apiVersion: v1
+pods 'apiVersion: v1
 kind: Service
 metadata: {name: churn-v6, namespace: churn}
 spec:
   ipFamilies: [IPv6]
   selector: {app: churn}
-  ports: [{port: 8080, targetPort: 8080}]
-EOF
-pod c5 node-a 10.244.1.103 fd00:10:244:1::103
+  ports: [{port: 8080, targetPort: 8080}]' c5,node-a,10.244.1.103,fd00:10:244:1::103
 compare "churn: an IPv6 Service"
 
 nft_compare "churn: nftables after the IPv6 Service"
