@@ -176,6 +176,15 @@ impl KubeProxyMetrics {
         }
     }
 
+    /// A full sync done in parts finished, `duration` after its first part
+    /// started: observed as a full sync (each part was observed as a
+    /// partial one).
+    pub fn full_sync_in_parts(&self, duration: Duration) {
+        if let Ok(mut h) = self.histograms.lock() {
+            h.full.observe(duration.as_secs_f64());
+        }
+    }
+
     /// One sync ran for `duration`; when it succeeded (at `now`), the
     /// changes handed to it are programmed: their latency since their
     /// trigger time is observed and nothing is pending any more.

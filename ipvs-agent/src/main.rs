@@ -303,7 +303,7 @@ async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         node,
         host_ips,
         proxy: masquerading_proxy_config(common, &args.masquerade, args.drain_timeout.as_secs()),
-        sync: SyncSettings::new(args.min_sync_period, args.sync_period),
+        sync: sync_settings(&args),
         conntrack_cleanup: args.conntrack_cleanup,
         nftables: nftables.kept(),
     };
@@ -434,7 +434,7 @@ async fn run_api(
         },
         node_ips: flags.ips,
         proxy: masquerading_proxy_config(common, &args.masquerade, args.drain_timeout.as_secs()),
-        sync: SyncSettings::new(args.min_sync_period, args.sync_period),
+        sync: sync_settings(args),
         plan_state_file,
         conntrack_cleanup: args.conntrack_cleanup,
         nftables: nftables.kept(),
@@ -488,6 +488,16 @@ async fn run_api(
     agent.save_plan_state();
     tracing::info!("stopped; the kernel's table stays as programmed");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sync loop's periods, and full syncs in parts of `--full-sync-part`
+/// virtual servers unless it is 0.
+fn sync_settings(args: &RunArgs) -> SyncSettings {
+    let settings = SyncSettings::new(args.min_sync_period, args.sync_period);
+    match args.full_sync_part {
+        0 => settings,
+        part => settings.in_parts(part),
+    }
 }
 
 /// Serves /healthz and /livez on the health address, and /metrics (with

@@ -4,6 +4,7 @@
 //! VM suite.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use crate::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use svcnet_core::family::IpFamily;
@@ -23,6 +24,9 @@ pub struct MemoryDataplane {
     /// The virtual servers each [`Dataplane::observe_virtual_servers`] call
     /// asked for, in order.
     pub virtual_server_reads: Vec<Vec<VirtualServerKey>>,
+    /// How many reads of the addresses alone
+    /// ([`Dataplane::observe_addresses`]) happened.
+    pub address_reads: usize,
     /// Fail every read while set.
     pub fail_reads: bool,
     /// Refuse every operation while set.
@@ -61,6 +65,14 @@ impl Dataplane for MemoryDataplane {
         Ok((keys.iter())
             .filter_map(|key| Some((*key, self.table.virtual_servers.get(key)?.clone())))
             .collect())
+    }
+
+    async fn observe_addresses(&mut self) -> Result<BTreeSet<IpAddr>, DataplaneError> {
+        self.address_reads += 1;
+        if self.fail_reads {
+            return Err(injected("read"));
+        }
+        Ok(self.table.addresses.clone())
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

@@ -28,7 +28,7 @@ use svcnet_core::proxy::watch_cache::WatchCache;
 use svcnet_core::proxy::{CleanupSchedule, NodeInfo, PlanState, ProxyConfig, ProxyWarning};
 use svcnet_core::time::Time;
 
-pub use svcnet_core::proxy::sync_loop::SyncSettings;
+pub use svcnet_core::proxy::sync_loop::{SyncPart, SyncSettings};
 
 /// What one sync did, as the agent reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +54,8 @@ pub struct SyncReport {
     pub plan_state_changed: bool,
     /// The UDP conntrack cleanup that followed the sync, if one ran.
     pub conntrack: Option<ConntrackReport>,
+    /// When the sync was a part of a full sync done in parts: which.
+    pub part: Option<SyncPart>,
 }
 
 /// Where one sync's time went, as its log line reports it (`build_ms`,
@@ -270,6 +272,10 @@ impl<D: Dataplane> SyncLoop<D> {
                     }
                     Err(e) => SyncInput::ReadFailed(e.to_string()),
                 },
+                SyncAction::ObserveAddresses => match self.dataplane.observe_addresses().await {
+                    Ok(addresses) => SyncInput::ObservedAddresses(addresses),
+                    Err(e) => SyncInput::ReadFailed(e.to_string()),
+                },
                 SyncAction::Apply(operations) => {
                     let report = self.dataplane.apply(&operations).await;
                     for (op, err) in report.failed.iter().take(10) {
@@ -299,6 +305,13 @@ impl<D: Dataplane> SyncLoop<D> {
         self.metrics
             .kube_proxy
             .synced(report.full, duration, report.succeeded(), wall_now());
+        if let Some(part) = report.part.filter(|p| p.is_last() && report.succeeded()) {
+            // The full sync done in parts is done: its time, first part to
+            // last, is a full sync's.
+            let whole = report.finished.since(part.full_sync_started);
+            self.metrics.kube_proxy.full_sync_in_parts(whole);
+        }
+        let part = report.part.map(|p| format!("{}/{}", p.number, p.of));
         if let Some(error) = &report.read_error {
             self.metrics.record_netlink_error();
             let retry = report.retry_at.map(|t| t.since(report.started)).unwrap_or_default();
@@ -330,6 +343,7 @@ impl<D: Dataplane> SyncLoop<D> {
                 plan_ms = phases.plan.as_millis() as u64,
                 apply_ms = phases.apply.as_millis() as u64,
                 additions_only = report.additions_only,
+                full_sync_part = part.as_deref(),
                 "sync complete"
             );
         }
@@ -343,6 +357,7 @@ impl<D: Dataplane> SyncLoop<D> {
             phases,
             plan_state_changed: report.plan_state_changed,
             conntrack: None,
+            part: report.part,
         }
     }
 
@@ -413,6 +428,7 @@ impl<D: Dataplane> SyncLoop<D> {
             phases,
             plan_state_changed: false,
             conntrack: None,
+            part: None,
         }
     }
 }

@@ -51,6 +51,10 @@ impl Dataplane for NoKernel {
         Ok(BTreeMap::new())
     }
 
+    async fn observe_addresses(&mut self) -> Result<BTreeSet<std::net::IpAddr>, DataplaneError> {
+        Ok(BTreeSet::new())
+    }
+
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
         ApplyReport {
             applied: operations.len(),

@@ -257,6 +257,7 @@ impl KubeProxyView {
                 SyncAction::ObserveVirtualServers(keys) => SyncInput::ObservedVirtualServers(crate::sort::map_from(
                     (keys.iter()).filter_map(|k| self.kernel.virtual_servers.get(k).map(|vs| (*k, vs.clone()))),
                 )),
+                SyncAction::ObserveAddresses => SyncInput::ObservedAddresses(self.kernel.addresses.clone()),
                 SyncAction::Apply(operations) => {
                     let failed = (operations.into_iter())
                         .filter_map(|op| {

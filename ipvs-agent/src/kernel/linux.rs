@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use svcnet_core::proxy::{IpvsTable, Operation, RealServer, UdpFrontends, VirtualServer, VirtualServerKey};
 
@@ -350,6 +350,11 @@ impl Dataplane for LinuxDataplane {
             servers.insert(*key, VirtualServer { settings, real_servers });
         }
         Ok(servers)
+    }
+
+    async fn observe_addresses(&mut self) -> Result<BTreeSet<IpAddr>, DataplaneError> {
+        let addresses = self.link.addresses().await;
+        self.link_result(addresses)
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

@@ -160,6 +160,58 @@ async fn drift_is_repaired_by_the_periodic_full_sync() {
 }
 
 #[tokio::test]
+async fn a_full_sync_in_parts_repairs_drift_with_reads_of_a_part_at_a_time() {
+    let cp = cluster();
+    let metrics = Arc::new(Metrics::default());
+    let mut sync = SyncLoop::new(
+        MemoryDataplane::default(),
+        ProxyConfig::default(),
+        node(),
+        settings().in_parts(1),
+        metrics.clone(),
+    );
+    sync.rebuild(cp.services(), cp.endpoint_slices(), node());
+    assert!(
+        sync.tick(T0).await.unwrap().full,
+        "the first sync reads the whole table"
+    );
+    let kubernetes = VirtualServerKey::new(Protocol::Tcp, "10.96.0.1".parse().unwrap(), 443);
+    assert_eq!(
+        sync.desired().virtual_servers.keys().copied().collect::<Vec<_>>(),
+        [kubernetes, web()]
+    );
+    // Someone deletes web's virtual server and its address.
+    let dp = sync.dataplane_mut();
+    dp.table.virtual_servers.remove(&web());
+    dp.table.addresses.remove(&"10.96.0.20".parse().unwrap());
+
+    let mut parts = Vec::new();
+    while let Some(report) = sync.tick(at(30)).await {
+        assert!(!report.full && report.succeeded());
+        parts.push(report.part.map(|p| (p.number, p.of)).unwrap());
+    }
+    assert_eq!(
+        parts,
+        [(1, 3), (2, 3), (3, 3)],
+        "the addresses, then each virtual server"
+    );
+    let dp = sync.dataplane();
+    assert_eq!(
+        (dp.reads, dp.address_reads),
+        (1, 1),
+        "no whole-table read after the first"
+    );
+    assert_eq!(dp.virtual_server_reads, [vec![kubernetes], vec![web()]]);
+    assert_eq!(&dp.table, sync.desired(), "the address and the virtual server are back");
+    assert_eq!(sync.next_due(at(31)), at(60));
+    let text = metrics.render();
+    assert!(
+        text.contains("kubeproxy_sync_full_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} 2"),
+        "the first sync and the one in parts are full syncs to kube-proxy's histogram:\n{text}"
+    );
+}
+
+#[tokio::test]
 async fn changes_are_synced_incrementally_and_rate_limited() {
     let mut cp = cluster();
     let mut sync = new_loop(MemoryDataplane::default(), &cp);

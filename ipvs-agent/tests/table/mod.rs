@@ -25,6 +25,10 @@ impl Dataplane for TableDataplane {
             .collect())
     }
 
+    async fn observe_addresses(&mut self) -> Result<BTreeSet<std::net::IpAddr>, DataplaneError> {
+        Ok(self.0.addresses.clone())
+    }
+
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {
         let mut report = ApplyReport::default();
         for op in operations {

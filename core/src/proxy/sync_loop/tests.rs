@@ -64,6 +64,8 @@ struct Kernel {
     table: IpvsTable,
     fail_reads: bool,
     whole_reads: usize,
+    address_reads: usize,
+    part_reads: Vec<usize>,
     applies: Vec<Vec<Operation>>,
 }
 
@@ -78,11 +80,18 @@ impl Kernel {
                     self.whole_reads += 1;
                     SyncInput::Observed(self.table.clone())
                 }
-                SyncAction::ObserveVirtualServers(keys) => SyncInput::ObservedVirtualServers(
-                    keys.iter()
-                        .filter_map(|k| Some((*k, self.table.virtual_servers.get(k)?.clone())))
-                        .collect(),
-                ),
+                SyncAction::ObserveVirtualServers(keys) => {
+                    self.part_reads.push(keys.len());
+                    SyncInput::ObservedVirtualServers(
+                        keys.iter()
+                            .filter_map(|k| Some((*k, self.table.virtual_servers.get(k)?.clone())))
+                            .collect(),
+                    )
+                }
+                SyncAction::ObserveAddresses => {
+                    self.address_reads += 1;
+                    SyncInput::ObservedAddresses(self.table.addresses.clone())
+                }
                 SyncAction::Apply(ops) => {
                     let failed = ops
                         .iter()
@@ -269,4 +278,116 @@ fn answers_nothing_waits_for_are_ignored() {
     assert_eq!(m.poll_timeout(), None, "no timer while a sync is under way");
     m.handle(SyncInput::Observed(IpvsTable::default()), at(0));
     assert!(matches!(m.poll_action(), Some(SyncAction::Apply(_))));
+}
+
+const API: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: api}\nspec: {clusterIP: 10.96.0.30, selector: {app: web}, ports: [{name: https, port: 443, targetPort: 8080}, {name: http, port: 80, targetPort: 8080}]}\n";
+
+/// Four virtual servers (kubernetes:443, web:80, api:80, api:443) on three
+/// addresses, with periodic full syncs done in parts of two virtual
+/// servers, after the first sync (a whole read) at `at(0)`.
+fn in_parts() -> (SyncMachine, Kernel, ControlPlane) {
+    let mut cp = cluster(&[("web-1", "10.244.1.11")]);
+    for r in cp.apply_manifest(API).unwrap() {
+        r.unwrap();
+    }
+    let settings = SyncSettings::new(Duration::from_secs(1), Duration::from_secs(30)).in_parts(2);
+    let mut m = SyncMachine::new(ProxyConfig::default(), node(), settings);
+    m.rebuild(cp.services(), cp.endpoint_slices(), node());
+    let mut kernel = Kernel::default();
+    assert!(kernel.tick(&mut m, at(0)).unwrap().full);
+    assert_eq!(m.desired().virtual_servers.len(), 4);
+    (m, kernel, cp)
+}
+
+/// Runs the parts due at `now` one after another; returns their reports.
+fn parts(m: &mut SyncMachine, kernel: &mut Kernel, now: Time) -> Vec<SyncReport> {
+    let mut reports = Vec::new();
+    while let Some(report) = kernel.tick(m, now) {
+        let last = report.part.is_none_or(|p| p.is_last());
+        reports.push(report);
+        if last {
+            break;
+        }
+    }
+    reports
+}
+
+#[test]
+fn a_full_sync_in_parts_repairs_drift_without_reading_the_whole_table() {
+    let (mut m, mut kernel, _) = in_parts();
+    let api = VirtualServerKey::new(Protocol::Tcp, "10.96.0.30".parse().unwrap(), 443);
+    kernel.table.virtual_servers.remove(&web());
+    kernel.table.addresses.remove(&"10.96.0.30".parse().unwrap());
+    kernel.table.virtual_servers.get_mut(&api).unwrap().real_servers.clear();
+    assert!(
+        kernel.tick(&mut m, at(29)).is_none(),
+        "nothing due before the sync period"
+    );
+
+    let reports = parts(&mut m, &mut kernel, at(30));
+    let numbers: Vec<(usize, usize)> = reports
+        .iter()
+        .map(|r| r.part.map(|p| (p.number, p.of)).unwrap())
+        .collect();
+    assert_eq!(
+        numbers,
+        vec![(1, 3), (2, 3), (3, 3)],
+        "the addresses, then two parts of two"
+    );
+    assert!(reports.iter().all(|r| !r.full && r.succeeded()));
+    assert_eq!(kernel.whole_reads, 1, "only the first sync read the whole table");
+    assert_eq!((kernel.address_reads, kernel.part_reads.clone()), (1, vec![2, 2]));
+    assert_eq!(
+        &kernel.table,
+        m.desired(),
+        "the address, the virtual server and the real server are back"
+    );
+    assert_eq!(
+        m.poll_timeout(),
+        Some(at(60)),
+        "the next full sync: a sync period after the first part"
+    );
+}
+
+#[test]
+fn a_change_during_a_full_sync_in_parts_goes_with_the_next_part() {
+    let (mut m, mut kernel, mut cp) = in_parts();
+    let first = kernel.tick(&mut m, at(30)).unwrap();
+    assert_eq!(first.part.map(|p| p.number), Some(1));
+    assert!(first.applied.is_empty(), "nothing drifted");
+
+    cp.apply_manifest(&pod("web-2", "10.244.1.12")).unwrap();
+    update(&mut m, &cp);
+    let slices = cp.endpoint_slices_for("default", "api");
+    let api = cp.service("default", "api").unwrap();
+    m.update_service("default/api", Some((api, slices.as_slice())));
+    assert!(
+        m.poll_timeout().unwrap() <= at(30),
+        "the next part is due at once, min-sync-period or not"
+    );
+    let second = kernel.tick(&mut m, at(30)).unwrap();
+    assert_eq!(second.part.map(|p| p.number), Some(2));
+    let added: Vec<String> = second.applied.iter().map(|op| op.to_string()).collect();
+    assert!(
+        added.iter().filter(|op| op.contains("10.244.1.12:8080")).count() == 3,
+        "web-2 joins all three virtual servers with the part after it changed: {added:?}"
+    );
+    assert!(kernel.tick(&mut m, at(30)).unwrap().part.unwrap().is_last());
+    assert_eq!(&kernel.table, m.desired());
+}
+
+#[test]
+fn a_failed_part_falls_back_to_a_whole_read_after_the_backoff() {
+    let (mut m, mut kernel, _) = in_parts();
+    kernel.tick(&mut m, at(30)).unwrap();
+    kernel.fail_reads = true;
+    let failed = kernel.tick(&mut m, at(30)).unwrap();
+    assert_eq!(failed.part.map(|p| p.number), Some(2));
+    assert_eq!(failed.read_error.as_deref(), Some("injected"));
+    kernel.fail_reads = false;
+    assert_eq!(m.poll_timeout(), Some(at(31)), "retried after the backoff");
+    let retry = kernel.tick(&mut m, at(31)).unwrap();
+    assert!(retry.full && retry.part.is_none() && retry.succeeded());
+    assert_eq!(kernel.whole_reads, 2, "the retry reads the whole table");
+    assert_eq!(m.poll_timeout(), Some(at(61)));
 }

@@ -78,6 +78,7 @@ fn serve(m: &mut SyncMachine, kernel: &mut IpvsTable, now: Time) -> Vec<Operatio
                     .filter_map(|k| Some((*k, kernel.virtual_servers.get(k)?.clone())))
                     .collect(),
             ),
+            SyncAction::ObserveAddresses => SyncInput::ObservedAddresses(kernel.addresses.clone()),
             SyncAction::Apply(ops) => {
                 for op in &ops {
                     apply_operation(kernel, op).unwrap();
