@@ -370,7 +370,7 @@ pub struct RunArgs {
     /// After the first sync, each full re-check reads this many virtual servers at a time, as a
     /// sync of its own, so a change arriving meanwhile waits for one part's read rather than the
     /// whole table's; 0 reads the whole table at once, as kube-proxy does.
-    #[arg(long, value_name = "VIRTUAL-SERVERS", default_value_t = 500)]
+    #[arg(long, value_name = "VIRTUAL-SERVERS", default_value_t = 250)]
     pub full_sync_part: usize,
     /// The IPVS timeout of established TCP connections (`ipvsadm --set`); 0 leaves the kernel's.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_timeout)]
@@ -648,7 +648,7 @@ mod tests {
         assert_eq!(run.nftables_mode(), NftablesMode::ByDefault);
         assert_eq!(run.min_sync_period, Duration::from_secs(1));
         assert_eq!(run.sync_period, Duration::from_secs(30));
-        assert_eq!(run.full_sync_part, 500, "full syncs in parts, unlike kube-proxy's");
+        assert_eq!(run.full_sync_part, 250, "full syncs in parts, unlike kube-proxy's");
         assert_eq!(run.drain_timeout, Duration::from_secs(600));
         assert_eq!(run.healthz_bind_address.to_string(), "0.0.0.0:10256");
         assert_eq!(run.metrics_bind_address.to_string(), "127.0.0.1:10249");
