@@ -224,7 +224,7 @@ fn drive(machine: &mut SyncMachine) -> usize {
         let answer = match action {
             SyncAction::ObserveAll => SyncInput::Observed(IpvsTable::new()),
             SyncAction::ObserveVirtualServers(_) => SyncInput::ObservedVirtualServers(Default::default()),
-            SyncAction::ObserveAddresses => SyncInput::ObservedAddresses(Default::default()),
+            SyncAction::ObserveOutline => SyncInput::ObservedOutline(Default::default()),
             SyncAction::Apply(planned) => {
                 operations += planned.len();
                 SyncInput::Applied(Vec::new())

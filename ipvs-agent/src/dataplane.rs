@@ -1,15 +1,16 @@
 //! The boundary between the sync loop and the kernel: what the agent reads
 //! back ([`Dataplane::observe`] for everything,
 //! [`Dataplane::observe_virtual_servers`] for a few virtual servers,
-//! [`Dataplane::observe_addresses`] for `kube-ipvs0`'s addresses) and how
+//! [`Dataplane::observe_outline`] for the addresses and which virtual
+//! servers there are) and how
 //! it changes it ([`Dataplane::apply`]), in the core's own vocabulary
 //! ([`IpvsTable`], [`VirtualServer`], [`Operation`]), and the UDP
 //! conntrack cleanup after a sync ([`Dataplane::clean_udp_conntrack`]). The Linux implementation talks IPVS generic netlink and
 //! rtnetlink; the sync loop only sees this trait.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 
+use svcnet_core::proxy::sync_loop::TableOutline;
 use svcnet_core::proxy::{IpvsTable, Operation, UdpFrontends, VirtualServer, VirtualServerKey};
 
 use crate::netlink::IpvsError;
@@ -32,9 +33,10 @@ pub trait Dataplane {
         keys: &BTreeSet<VirtualServerKey>,
     ) -> Result<BTreeMap<VirtualServerKey, VirtualServer>, DataplaneError>;
 
-    /// The addresses bound on `kube-ipvs0` now (the first part of a full
-    /// sync done in parts).
-    async fn observe_addresses(&mut self) -> Result<BTreeSet<IpAddr>, DataplaneError>;
+    /// The addresses bound on `kube-ipvs0` and the keys of every virtual
+    /// server, without their real servers (the first part of a full sync
+    /// done in parts).
+    async fn observe_outline(&mut self) -> Result<TableOutline, DataplaneError>;
 
     /// Carries out `operations` in order, batching IPVS requests (many per
     /// `sendmsg`). A failed operation does not stop the others.

@@ -4,10 +4,10 @@
 //! VM suite.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 
 use crate::dataplane::{ApplyReport, ConntrackReport, Dataplane, DataplaneError};
 use svcnet_core::family::IpFamily;
+use svcnet_core::proxy::sync_loop::TableOutline;
 use svcnet_core::proxy::{
     apply_operation, ConntrackEntry, IpvsTable, Operation, UdpFrontends, VirtualServer, VirtualServerKey,
 };
@@ -24,9 +24,8 @@ pub struct MemoryDataplane {
     /// The virtual servers each [`Dataplane::observe_virtual_servers`] call
     /// asked for, in order.
     pub virtual_server_reads: Vec<Vec<VirtualServerKey>>,
-    /// How many reads of the addresses alone
-    /// ([`Dataplane::observe_addresses`]) happened.
-    pub address_reads: usize,
+    /// How many outline reads ([`Dataplane::observe_outline`]) happened.
+    pub outline_reads: usize,
     /// Fail every read while set.
     pub fail_reads: bool,
     /// Refuse every operation while set.
@@ -67,12 +66,12 @@ impl Dataplane for MemoryDataplane {
             .collect())
     }
 
-    async fn observe_addresses(&mut self) -> Result<BTreeSet<IpAddr>, DataplaneError> {
-        self.address_reads += 1;
+    async fn observe_outline(&mut self) -> Result<TableOutline, DataplaneError> {
+        self.outline_reads += 1;
         if self.fail_reads {
             return Err(injected("read"));
         }
-        Ok(self.table.addresses.clone())
+        Ok(TableOutline::of(&self.table))
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

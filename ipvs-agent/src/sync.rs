@@ -272,8 +272,8 @@ impl<D: Dataplane> SyncLoop<D> {
                     }
                     Err(e) => SyncInput::ReadFailed(e.to_string()),
                 },
-                SyncAction::ObserveAddresses => match self.dataplane.observe_addresses().await {
-                    Ok(addresses) => SyncInput::ObservedAddresses(addresses),
+                SyncAction::ObserveOutline => match self.dataplane.observe_outline().await {
+                    Ok(outline) => SyncInput::ObservedOutline(outline),
                     Err(e) => SyncInput::ReadFailed(e.to_string()),
                 },
                 SyncAction::Apply(operations) => {

@@ -51,8 +51,8 @@ impl Dataplane for NoKernel {
         Ok(BTreeMap::new())
     }
 
-    async fn observe_addresses(&mut self) -> Result<BTreeSet<std::net::IpAddr>, DataplaneError> {
-        Ok(BTreeSet::new())
+    async fn observe_outline(&mut self) -> Result<svcnet_core::proxy::sync_loop::TableOutline, DataplaneError> {
+        Ok(Default::default())
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

@@ -15,7 +15,7 @@
 use crate::api::endpoint_slice::SERVICE_NAME_LABEL;
 use crate::api::EndpointSlice;
 use crate::controlplane::ControlPlane;
-use crate::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine, SyncSettings};
+use crate::proxy::sync_loop::{SyncAction, SyncInput, SyncMachine, SyncSettings, TableOutline};
 use crate::proxy::{apply_operation, IpvsTable, ProxyConfig};
 use crate::time::Time;
 use serde::Serialize;
@@ -257,7 +257,7 @@ impl KubeProxyView {
                 SyncAction::ObserveVirtualServers(keys) => SyncInput::ObservedVirtualServers(crate::sort::map_from(
                     (keys.iter()).filter_map(|k| self.kernel.virtual_servers.get(k).map(|vs| (*k, vs.clone()))),
                 )),
-                SyncAction::ObserveAddresses => SyncInput::ObservedAddresses(self.kernel.addresses.clone()),
+                SyncAction::ObserveOutline => SyncInput::ObservedOutline(TableOutline::of(&self.kernel)),
                 SyncAction::Apply(operations) => {
                     let failed = (operations.into_iter())
                         .filter_map(|op| {

@@ -30,8 +30,9 @@
 //!   drift (a virtual server deleted by hand comes back). With
 //!   [`SyncSettings::full_sync_part`] set and a copy of the table kept, it
 //!   is done in parts instead, each a partial sync of its own: the
-//!   `kube-ipvs0` addresses first, then the virtual servers a part at a
-//!   time, each part read and planned as changed. Changes that arrive
+//!   `kube-ipvs0` addresses and the list of virtual servers first, then the
+//!   virtual servers a part at a time, each part read and planned as
+//!   changed. Changes that arrive
 //!   meanwhile go with the next part, so they wait for one part's read,
 //!   not for the whole table's (seconds at 5,000 Services on a slow node).
 //!   Between parts the machine's copy stays up to date as it does between
@@ -64,6 +65,7 @@ use super::{
 use crate::api::{EndpointSlice, Service};
 use crate::time::Time;
 use std::collections::VecDeque;
+use std::net::IpAddr;
 
 use crate::collections::{SortedMap, SortedSet};
 use std::time::Duration;
@@ -122,9 +124,10 @@ pub enum SyncAction {
     /// Read just these virtual servers; answer with
     /// [`SyncInput::ObservedVirtualServers`].
     ObserveVirtualServers(SortedSet<VirtualServerKey>),
-    /// Read the `kube-ipvs0` addresses; answer with
-    /// [`SyncInput::ObservedAddresses`].
-    ObserveAddresses,
+    /// Read the `kube-ipvs0` addresses and which virtual servers the kernel
+    /// has, without their real servers; answer with
+    /// [`SyncInput::ObservedOutline`].
+    ObserveOutline,
     /// Carry out these operations in order, a failed one not stopping the
     /// others; answer with [`SyncInput::Applied`].
     Apply(Vec<Operation>),
@@ -138,13 +141,33 @@ pub enum SyncInput {
     /// The virtual servers asked for that the kernel has; one missing is
     /// one the kernel does not have.
     ObservedVirtualServers(SortedMap<VirtualServerKey, VirtualServer>),
-    /// The addresses bound on `kube-ipvs0`.
-    ObservedAddresses(SortedSet<std::net::IpAddr>),
+    /// The addresses and the virtual servers, as read.
+    ObservedOutline(TableOutline),
     /// The operations the kernel refused, in the order they were given,
     /// with why.
     Applied(Vec<(Operation, String)>),
     /// The read asked for failed.
     ReadFailed(String),
+}
+
+/// The kernel's table in outline: what the first part of a full sync in
+/// parts reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableOutline {
+    /// The addresses bound on `kube-ipvs0`.
+    pub addresses: SortedSet<IpAddr>,
+    /// Every virtual server the kernel has (foreign ones included).
+    pub virtual_servers: SortedSet<VirtualServerKey>,
+}
+
+impl TableOutline {
+    /// The outline of `table`.
+    pub fn of(table: &IpvsTable) -> TableOutline {
+        TableOutline {
+            addresses: table.addresses.clone(),
+            virtual_servers: table.virtual_servers.keys().copied().collect(),
+        }
+    }
 }
 
 /// What one sync did.
@@ -177,8 +200,8 @@ pub struct SyncReport {
 /// One part of a full sync done in parts ([`SyncSettings::full_sync_part`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyncPart {
-    /// This part's number, from 1: part 1 reads the addresses, the others
-    /// the virtual servers.
+    /// This part's number, from 1: part 1 reads the outline (the addresses
+    /// and which virtual servers there are), the others the virtual servers.
     pub number: usize,
     /// How many parts the full sync has.
     pub of: usize,
@@ -231,8 +254,8 @@ enum Phase {
     Idle,
     /// The whole table was asked for.
     ReadingTable,
-    /// A full sync's first part: the addresses were asked for.
-    ReadingAddresses { observed: IpvsTable },
+    /// A full sync's first part: the outline was asked for.
+    ReadingOutline { observed: IpvsTable },
     /// A full sync's later part: its virtual servers were asked for.
     ReadingPart { observed: IpvsTable },
     /// The counters of draining real servers were asked for.
@@ -268,7 +291,8 @@ struct Parts {
     /// When its first part started.
     started: Time,
     /// The virtual servers to read, in key order: every one in the copy,
-    /// the desired table or the plan state when it started.
+    /// the desired table or the plan state when it started, and in the
+    /// kernel's outline.
     keys: Vec<VirtualServerKey>,
     /// How many of `keys` a part reads.
     size: usize,
@@ -277,7 +301,7 @@ struct Parts {
 }
 
 impl Parts {
-    /// Parts in all: the addresses, then the virtual servers.
+    /// Parts in all: the outline, then the virtual servers.
     fn count(&self) -> usize {
         1 + self.keys.len().div_ceil(self.size)
     }
@@ -545,8 +569,8 @@ impl SyncMachine {
                 self.phase = Phase::ReadingPart { observed };
             }
             None => {
-                self.actions.push_back(SyncAction::ObserveAddresses);
-                self.phase = Phase::ReadingAddresses { observed };
+                self.actions.push_back(SyncAction::ObserveOutline);
+                self.phase = Phase::ReadingOutline { observed };
             }
         }
         true
@@ -620,8 +644,9 @@ impl SyncMachine {
             (Phase::Idle, _) => {}
             (_, SyncInput::ReadFailed(error)) => self.read_failed(error, now),
             (Phase::ReadingTable, SyncInput::Observed(table)) => self.after_table(table, Fresh::Everything, now),
-            (Phase::ReadingAddresses { mut observed }, SyncInput::ObservedAddresses(addresses)) => {
-                observed.addresses = addresses;
+            (Phase::ReadingOutline { mut observed }, SyncInput::ObservedOutline(outline)) => {
+                observed.addresses = outline.addresses;
+                self.read_later(outline.virtual_servers);
                 self.after_table(observed, Fresh::VirtualServers(SortedSet::new()), now);
             }
             (Phase::ReadingPart { mut observed }, SyncInput::ObservedVirtualServers(found)) => {
@@ -657,6 +682,22 @@ impl SyncMachine {
                 // An answer of the wrong kind: keep waiting for the right one.
                 self.phase = phase;
             }
+        }
+    }
+
+    /// Adds the virtual servers the kernel's outline named to those the
+    /// later parts read: one added behind the proxy's back on an address it
+    /// owns is then read, and deleted, as a full read would have it.
+    fn read_later(&mut self, kernel: SortedSet<VirtualServerKey>) {
+        let Some(parts) = self.parts.as_mut() else {
+            return;
+        };
+        let mut keys: SortedSet<VirtualServerKey> = parts.keys.drain(..).collect();
+        keys.extend(kernel);
+        parts.keys = keys.into_iter().collect();
+        let of = parts.count();
+        if let Some(part) = self.running.as_mut().and_then(|r| r.part.as_mut()) {
+            part.of = of;
         }
     }
 

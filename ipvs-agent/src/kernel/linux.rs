@@ -25,8 +25,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
+use svcnet_core::proxy::sync_loop::TableOutline;
 use svcnet_core::proxy::{IpvsTable, Operation, RealServer, UdpFrontends, VirtualServer, VirtualServerKey};
 
 use super::addresses::{AddressChange, AddressSocket};
@@ -352,9 +353,19 @@ impl Dataplane for LinuxDataplane {
         Ok(servers)
     }
 
-    async fn observe_addresses(&mut self) -> Result<BTreeSet<IpAddr>, DataplaneError> {
+    async fn observe_outline(&mut self) -> Result<TableOutline, DataplaneError> {
+        let services = self.ipvs.services();
+        let services = self.genl_result(services)?;
+        let virtual_servers = (services.iter())
+            .filter_map(|entry| convert::virtual_server(entry).ok())
+            .map(|(key, _)| key)
+            .collect();
         let addresses = self.link.addresses().await;
-        self.link_result(addresses)
+        let addresses = self.link_result(addresses)?;
+        Ok(TableOutline {
+            addresses,
+            virtual_servers,
+        })
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

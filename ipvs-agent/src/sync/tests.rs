@@ -190,14 +190,10 @@ async fn a_full_sync_in_parts_repairs_drift_with_reads_of_a_part_at_a_time() {
         assert!(!report.full && report.succeeded());
         parts.push(report.part.map(|p| (p.number, p.of)).unwrap());
     }
-    assert_eq!(
-        parts,
-        [(1, 3), (2, 3), (3, 3)],
-        "the addresses, then each virtual server"
-    );
+    assert_eq!(parts, [(1, 3), (2, 3), (3, 3)], "the outline, then each virtual server");
     let dp = sync.dataplane();
     assert_eq!(
-        (dp.reads, dp.address_reads),
+        (dp.reads, dp.outline_reads),
         (1, 1),
         "no whole-table read after the first"
     );

@@ -25,8 +25,8 @@ impl Dataplane for TableDataplane {
             .collect())
     }
 
-    async fn observe_addresses(&mut self) -> Result<BTreeSet<std::net::IpAddr>, DataplaneError> {
-        Ok(self.0.addresses.clone())
+    async fn observe_outline(&mut self) -> Result<svcnet_core::proxy::sync_loop::TableOutline, DataplaneError> {
+        Ok(svcnet_core::proxy::sync_loop::TableOutline::of(&self.0))
     }
 
     async fn apply(&mut self, operations: &[Operation]) -> ApplyReport {

@@ -64,7 +64,7 @@ struct Kernel {
     table: IpvsTable,
     fail_reads: bool,
     whole_reads: usize,
-    address_reads: usize,
+    outline_reads: usize,
     part_reads: Vec<usize>,
     applies: Vec<Vec<Operation>>,
 }
@@ -88,9 +88,9 @@ impl Kernel {
                             .collect(),
                     )
                 }
-                SyncAction::ObserveAddresses => {
-                    self.address_reads += 1;
-                    SyncInput::ObservedAddresses(self.table.addresses.clone())
+                SyncAction::ObserveOutline => {
+                    self.outline_reads += 1;
+                    SyncInput::ObservedOutline(TableOutline::of(&self.table))
                 }
                 SyncAction::Apply(ops) => {
                     let failed = ops
@@ -332,11 +332,11 @@ fn a_full_sync_in_parts_repairs_drift_without_reading_the_whole_table() {
     assert_eq!(
         numbers,
         vec![(1, 3), (2, 3), (3, 3)],
-        "the addresses, then two parts of two"
+        "the outline, then two parts of two"
     );
     assert!(reports.iter().all(|r| !r.full && r.succeeded()));
     assert_eq!(kernel.whole_reads, 1, "only the first sync read the whole table");
-    assert_eq!((kernel.address_reads, kernel.part_reads.clone()), (1, vec![2, 2]));
+    assert_eq!((kernel.outline_reads, kernel.part_reads.clone()), (1, vec![2, 2]));
     assert_eq!(
         &kernel.table,
         m.desired(),
@@ -347,6 +347,29 @@ fn a_full_sync_in_parts_repairs_drift_without_reading_the_whole_table() {
         Some(at(60)),
         "the next full sync: a sync period after the first part"
     );
+}
+
+#[test]
+fn a_full_sync_in_parts_deletes_a_virtual_server_added_behind_its_back_on_its_address() {
+    let (mut m, mut kernel, _) = in_parts();
+    // Someone runs `ipvsadm -A -t 10.96.0.20:8443`: an address the proxy
+    // binds, a virtual server it does not want.
+    let stray = VirtualServerKey::new(Protocol::Tcp, "10.96.0.20".parse().unwrap(), 8443);
+    let web_server = kernel.table.virtual_servers[&web()].clone();
+    kernel.table.virtual_servers.insert(stray, web_server);
+    let reports = parts(&mut m, &mut kernel, at(30));
+    let numbers: Vec<(usize, usize)> = reports
+        .iter()
+        .map(|r| r.part.map(|p| (p.number, p.of)).unwrap())
+        .collect();
+    assert_eq!(
+        numbers,
+        vec![(1, 4), (2, 4), (3, 4), (4, 4)],
+        "five virtual servers: three parts after the outline"
+    );
+    assert!(!kernel.table.virtual_servers.contains_key(&stray));
+    assert_eq!(&kernel.table, m.desired());
+    assert_eq!(kernel.whole_reads, 1);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use super::*;
 use crate::api::manifest::{parse_manifests, Object};
 use crate::controlplane::{ClusterConfig, ControlPlane};
-use crate::proxy::sync_loop::{SyncAction, SyncInput, SyncSettings};
+use crate::proxy::sync_loop::{SyncAction, SyncInput, SyncSettings, TableOutline};
 use crate::proxy::{apply_operation, IpvsTable, Operation, ProxyConfig};
 use std::time::Duration;
 
@@ -78,7 +78,7 @@ fn serve(m: &mut SyncMachine, kernel: &mut IpvsTable, now: Time) -> Vec<Operatio
                     .filter_map(|k| Some((*k, kernel.virtual_servers.get(k)?.clone())))
                     .collect(),
             ),
-            SyncAction::ObserveAddresses => SyncInput::ObservedAddresses(kernel.addresses.clone()),
+            SyncAction::ObserveOutline => SyncInput::ObservedOutline(TableOutline::of(kernel)),
             SyncAction::Apply(ops) => {
                 for op in &ops {
                     apply_operation(kernel, op).unwrap();
