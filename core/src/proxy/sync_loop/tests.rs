@@ -312,6 +312,12 @@ fn parts(m: &mut SyncMachine, kernel: &mut Kernel, now: Time) -> Vec<SyncReport>
     reports
 }
 
+/// Each report's part: (number, of).
+fn part_numbers(reports: &[SyncReport]) -> Vec<(usize, usize)> {
+    let part = |r: &SyncReport| r.part.map(|p| (p.number, p.of)).expect("a part");
+    reports.iter().map(part).collect()
+}
+
 #[test]
 fn a_full_sync_in_parts_repairs_drift_without_reading_the_whole_table() {
     let (mut m, mut kernel, _) = in_parts();
@@ -325,10 +331,7 @@ fn a_full_sync_in_parts_repairs_drift_without_reading_the_whole_table() {
     );
 
     let reports = parts(&mut m, &mut kernel, at(30));
-    let numbers: Vec<(usize, usize)> = reports
-        .iter()
-        .map(|r| r.part.map(|p| (p.number, p.of)).unwrap())
-        .collect();
+    let numbers = part_numbers(&reports);
     assert_eq!(
         numbers,
         vec![(1, 3), (2, 3), (3, 3)],
@@ -358,10 +361,7 @@ fn a_full_sync_in_parts_deletes_a_virtual_server_added_behind_its_back_on_its_ad
     let web_server = kernel.table.virtual_servers[&web()].clone();
     kernel.table.virtual_servers.insert(stray, web_server);
     let reports = parts(&mut m, &mut kernel, at(30));
-    let numbers: Vec<(usize, usize)> = reports
-        .iter()
-        .map(|r| r.part.map(|p| (p.number, p.of)).unwrap())
-        .collect();
+    let numbers = part_numbers(&reports);
     assert_eq!(
         numbers,
         vec![(1, 4), (2, 4), (3, 4), (4, 4)],
