@@ -316,6 +316,9 @@ pub struct SyncMachine {
     index: DesiredIndex,
     /// The nftables ruleset of the desired state, when kept.
     ruleset: Option<RulesetIndex>,
+    /// Services (`namespace/name`) in the desired table whose elements
+    /// the kept ruleset does not have yet ([`SyncMachine::add_table_first`]).
+    ruleset_behind: SortedSet<String>,
     state: PlanState,
     /// The kernel's table as last read, with accepted operations applied.
     observed: Option<IpvsTable>,
@@ -345,6 +348,7 @@ impl SyncMachine {
             settings,
             index: DesiredIndex::new(),
             ruleset: None,
+            ruleset_behind: SortedSet::new(),
             state: PlanState::default(),
             observed: None,
             pending: Changes::default(),
@@ -418,7 +422,8 @@ impl SyncMachine {
     }
 
     /// The nftables ruleset of the desired state, when it is kept
-    /// ([`SyncMachine::keep_ruleset`]).
+    /// ([`SyncMachine::keep_ruleset`]); without the elements of the
+    /// Services in [`SyncMachine::ruleset_behind`].
     pub fn ruleset(&self) -> Option<&Table> {
         self.ruleset.as_ref().map(RulesetIndex::table)
     }
@@ -442,6 +447,7 @@ impl SyncMachine {
         }
         self.node = node;
         self.pending = Changes::default();
+        self.ruleset_behind.clear();
         self.full_due = true;
     }
 
@@ -450,22 +456,49 @@ impl SyncMachine {
     /// at the next partial sync.
     pub fn update_service(&mut self, key: &str, service: Option<(&Service, &[&EndpointSlice])>) {
         let changes = match service {
+            Some((svc, slices)) => self.index.update(svc, slices, &self.node, &self.proxy),
+            None => self.index.remove(key),
+        };
+        self.update_ruleset(key, service);
+        self.pending.extend(changes);
+    }
+
+    /// As [`SyncMachine::update_service`] with a Service, for the additions
+    /// made while the first lists arrive, when the table is what is
+    /// waited for: the desired table is updated now, the kept ruleset
+    /// (which is not programmed before the lists are in) later, by
+    /// [`SyncMachine::update_ruleset`] for each of
+    /// [`SyncMachine::ruleset_behind`].
+    pub fn add_table_first(&mut self, service: &Service, slices: &[&EndpointSlice]) {
+        let changes = self.index.update(service, slices, &self.node, &self.proxy);
+        if self.ruleset.is_some() {
+            self.ruleset_behind.insert(service.key());
+        }
+        self.pending.extend(changes);
+    }
+
+    /// The Services (`namespace/name`) whose elements the kept ruleset
+    /// lacks ([`SyncMachine::add_table_first`]).
+    pub fn ruleset_behind(&self) -> impl Iterator<Item = &str> {
+        self.ruleset_behind.iter().map(String::as_str)
+    }
+
+    /// Sets Service `key`'s elements in the kept ruleset from the desired
+    /// table's fragment (removes them when `service` is `None`).
+    pub fn update_ruleset(&mut self, key: &str, service: Option<(&Service, &[&EndpointSlice])>) {
+        self.ruleset_behind.remove(key);
+        let Some(ruleset) = &mut self.ruleset else {
+            return;
+        };
+        match service {
             Some((svc, slices)) => {
-                let changes = self.index.update(svc, slices, &self.node, &self.proxy);
                 let key = svc.key();
-                if let (Some(ruleset), Some(fragment)) = (&mut self.ruleset, self.index.fragment(&key)) {
+                if let Some(fragment) = self.index.fragment(&key) {
                     ruleset.set_service(key, service_elements(svc, slices, &self.node, fragment));
                 }
-                changes
             }
-            None => {
-                if let Some(ruleset) = &mut self.ruleset {
-                    ruleset.remove_service(key);
-                }
-                self.index.remove(key)
-            }
-        };
-        self.pending.extend(changes);
+            None => ruleset.remove_service(key),
+        }
     }
 
     /// When the next sync is due, given the time now (`now` or later when

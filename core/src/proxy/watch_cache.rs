@@ -32,7 +32,9 @@
 //! - While the first lists arrive, once `default/kubernetes` read on its
 //!   own is programmed and the Node's list is in, what has been listed so
 //!   far is programmed as it comes, additions only
-//!   ([`SyncMachine::start_additions`]): missing addresses, virtual servers
+//!   ([`SyncMachine::start_additions`]), each Service once its first
+//!   EndpointSlice is in (or once the lists are, for one without any), so
+//!   it is computed once, with its endpoints: missing addresses, virtual servers
 //!   and real servers are added, nothing is changed or removed (a
 //!   Service's slices may not all be in yet), and no other sync runs until
 //!   the lists are complete, when the full sync compares everything (over
@@ -116,6 +118,12 @@ pub struct WatchCache {
     /// Whether the machine's desired table was rebuilt for the additions
     /// made while the first lists arrive (with the Node's information).
     adding_early: bool,
+    /// Services listed while the first lists arrive whose EndpointSlices
+    /// have not come yet: left for their first slice (which marks them
+    /// changed again) or, failing that, for the full sync after the
+    /// lists, so each is computed once rather than once without its
+    /// endpoints and again with them.
+    no_slices_yet: SortedSet<String>,
     /// kube-proxy's change counts since [`WatchCache::take_change_stats`].
     stats: ChangeStats,
 }
@@ -161,6 +169,7 @@ impl WatchCache {
             kubernetes_early: None,
             kubernetes_fed_early: false,
             adding_early: false,
+            no_slices_yet: SortedSet::new(),
             stats: ChangeStats::default(),
         }
     }
@@ -422,6 +431,7 @@ impl WatchCache {
                 self.catch_up(machine);
             } else {
                 machine.rebuild(self.services.values(), self.slices.values(), self.node_info());
+                self.no_slices_yet.clear();
             }
             if self.adding_early {
                 // The kernel was read at the `kubernetes` sync and the
@@ -458,7 +468,10 @@ impl WatchCache {
 
     /// While the first lists arrive (`default/kubernetes` programmed): once
     /// the Node's list is in, the Services listed or changed since the last
-    /// call go to the machine and an additions-only sync starts. The first
+    /// call go to the machine and an additions-only sync starts: each
+    /// Service once its first slice is in, its virtual and real servers
+    /// first, its nftables elements (not programmed before the lists are
+    /// in) at [`WatchCache::catch_up`]. The first
     /// time, the machine's desired table is rebuilt with the Node's
     /// information and `default/kubernetes` as read on its own (already
     /// programmed), so it is not synced again.
@@ -477,11 +490,20 @@ impl WatchCache {
             // the whole table computed again.
             self.node_changed = false;
         }
+        let slices_listed = self.listed_once.contains(&WatchedKind::EndpointSlice);
         let mut added = false;
         for key in std::mem::take(&mut self.changed) {
             // A Service not listed yet comes back here with its Service.
-            if key != KUBERNETES && self.services.contains_key(&key) {
-                self.update(machine, &key);
+            if key == KUBERNETES || !self.services.contains_key(&key) {
+                continue;
+            }
+            if !slices_listed && !self.slices_of.contains_key(&key) {
+                self.no_slices_yet.insert(key);
+                continue;
+            }
+            self.no_slices_yet.remove(&key);
+            if let Some(service) = self.services.get(&key) {
+                machine.add_table_first(service, &self.slices_for(&key));
                 added = true;
             }
         }
@@ -497,7 +519,7 @@ impl WatchCache {
     /// Services, 51 ms of CPU instead of 788): the Services changed since
     /// the last additions, `default/kubernetes` as listed (it was read on
     /// its own), and Services the machine has that the lists no longer
-    /// hold.
+    /// hold; then the nftables elements of the Services added table first.
     fn catch_up(&mut self, machine: &mut SyncMachine) {
         let gone: Vec<String> = (machine.services())
             .filter(|key| !self.services.contains_key(*key))
@@ -505,22 +527,33 @@ impl WatchCache {
             .collect();
         let mut keys = std::mem::take(&mut self.changed);
         keys.extend(gone);
+        keys.extend(std::mem::take(&mut self.no_slices_yet));
         keys.insert(KUBERNETES.to_string());
         for key in &keys {
             self.update(machine, key);
+        }
+        let behind: Vec<String> = machine.ruleset_behind().map(str::to_string).collect();
+        for key in behind {
+            match self.services.get(&key) {
+                Some(service) => machine.update_ruleset(&key, Some((service, &self.slices_for(&key)))),
+                None => machine.update_ruleset(&key, None),
+            }
         }
     }
 
     /// Recomputes Service `key` in the machine from the cache.
     fn update(&self, machine: &mut SyncMachine, key: &str) {
-        let Some(service) = self.services.get(key) else {
-            machine.update_service(key, None);
-            return;
-        };
-        let slices: Vec<&EndpointSlice> = (self.slices_of.get(key).into_iter().flatten())
+        match self.services.get(key) {
+            Some(service) => machine.update_service(key, Some((service, &self.slices_for(key)))),
+            None => machine.update_service(key, None),
+        }
+    }
+
+    /// Service `key`'s slices, in order of name.
+    fn slices_for(&self, key: &str) -> Vec<&EndpointSlice> {
+        (self.slices_of.get(key).into_iter().flatten())
             .filter_map(|slice| self.slices.get(slice))
-            .collect();
-        machine.update_service(key, Some((service, slices.as_slice())));
+            .collect()
     }
 }
 

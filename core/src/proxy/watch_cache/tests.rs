@@ -275,10 +275,19 @@ fn while_the_first_lists_arrive_what_is_listed_is_added_and_nothing_else_is_touc
     cache.feed(&mut m, t(0));
     assert!(!m.is_syncing(), "no additions before the Node's list");
 
-    // With the Node in, the Services listed so far are added: db's virtual
-    // server (no slice yet, so no real server), and nothing taken from web,
-    // whose slices are not in yet.
+    // With the Node in, the Services listed so far wait for their first
+    // slice, so each is computed once, with its endpoints.
     list_all(&mut cache, &cp, &[WatchedKind::Node]);
+    cache.feed(&mut m, t(0));
+    assert!(!m.is_syncing(), "no Service is added before its first slice");
+
+    // db's slice comes first in the list under way: db is added (virtual
+    // and real servers), and nothing is taken from web, whose slices are
+    // not in yet.
+    cache.begin_list(WatchedKind::EndpointSlice);
+    for slice in cp.endpoint_slices().filter(|s| s.service_name() == Some("db")) {
+        cache.listed(Watched::EndpointSlice(Box::new(slice.clone())));
+    }
     cache.feed(&mut m, t(0));
     assert!(m.is_syncing());
     let added = serve(&mut m, &mut kernel, t(0));
@@ -290,6 +299,10 @@ fn while_the_first_lists_arrive_what_is_listed_is_added_and_nothing_else_is_touc
     };
     assert!(added.iter().all(is_addition), "{added:?}");
     assert_eq!(addresses(&added), SortedSet::from(["10.96.0.30".to_string()]));
+    assert!(
+        added.iter().any(|op| matches!(op, Operation::AddRealServer { .. })),
+        "{added:?}"
+    );
     let web_now = |kernel: &IpvsTable| {
         (kernel.virtual_servers.iter())
             .find(|(k, _)| k.address.to_string() == "10.96.0.20")
@@ -297,17 +310,17 @@ fn while_the_first_lists_arrive_what_is_listed_is_added_and_nothing_else_is_touc
     };
     assert_eq!(web_now(&kernel), Some(web_before.clone()));
 
-    // Slices of the list under way: their real servers are added, the gone
-    // one stays.
-    cache.begin_list(WatchedKind::EndpointSlice);
-    for slice in cp.endpoint_slices() {
+    // web's slices: its real server is in the kernel from the earlier run,
+    // so nothing is added, and the gone one stays.
+    for slice in cp.endpoint_slices().filter(|s| s.service_name() != Some("db")) {
         cache.listed(Watched::EndpointSlice(Box::new(slice.clone())));
     }
     cache.feed(&mut m, t(0));
     let added = serve(&mut m, &mut kernel, t(0));
-    assert!(!added.is_empty() && added.iter().all(is_addition), "{added:?}");
+    assert!(added.iter().all(is_addition), "{added:?}");
     assert!(added.iter().all(|op| !op.to_string().contains(&kubernetes_ip)));
-    assert!(web_now(&kernel).unwrap().real_servers.contains_key(&gone));
+    assert_eq!(web_now(&kernel), Some(web_before.clone()));
+    assert!(web_before.real_servers.contains_key(&gone));
 
     // The lists complete: a full sync at once, over the machine's copy of
     // the kernel's table (only web, whose real server goes, is read again),
@@ -355,17 +368,34 @@ fn after_additions_the_lists_end_in_the_table_a_whole_build_gives() {
     cache.kubernetes_read(service, slices);
     settle(&mut cache, &mut m, &mut kernel, t(0));
 
-    // The Services and the Node are listed and added; then db goes before
-    // the slices' list is in.
+    // A Service with no selector has no slice: it waits for the end of
+    // the lists.
+    let external = "apiVersion: v1\nkind: Service\nmetadata: {name: external}\nspec: {clusterIP: 10.96.0.40, ports: [{port: 443}]}\n";
+    for r in cp.apply_manifest(external).unwrap() {
+        r.unwrap();
+    }
+
+    // The Services, the Node and db's slice are listed and added; then db
+    // goes before the slices' list is in.
     list_all(&mut cache, &cp, &[WatchedKind::Service, WatchedKind::Node]);
+    cache.begin_list(WatchedKind::EndpointSlice);
+    for slice in cp.endpoint_slices().filter(|s| s.service_name() == Some("db")) {
+        cache.listed(Watched::EndpointSlice(Box::new(slice.clone())));
+    }
     settle(&mut cache, &mut m, &mut kernel, t(0));
     assert!(m.services().any(|key| key == "default/db"));
+    assert!(!m.services().any(|key| key == "default/external"));
+    // Its nftables elements wait for the lists (they are not programmed
+    // before): the table comes first.
+    assert!(m.ruleset_behind().eq(["default/db"]));
     let db = cp.service("default", "db").unwrap().clone();
     cache.deleted(&Watched::Service(Box::new(db)));
     cp.delete_service("default", "db").unwrap();
     settle(&mut cache, &mut m, &mut kernel, t(0));
     list_all(&mut cache, &cp, &[WatchedKind::EndpointSlice]);
     settle(&mut cache, &mut m, &mut kernel, t(1));
+    assert!(m.services().any(|key| key == "default/external"));
+    assert_eq!(m.ruleset_behind().count(), 0);
 
     // The same cluster listed whole at once.
     let mut whole_cache = WatchCache::new("node-a");
