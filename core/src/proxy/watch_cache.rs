@@ -494,18 +494,16 @@ impl WatchCache {
         let mut added = false;
         for key in std::mem::take(&mut self.changed) {
             // A Service not listed yet comes back here with its Service.
-            if key == KUBERNETES || !self.services.contains_key(&key) {
+            let Some(service) = self.services.get(&key).filter(|_| key != KUBERNETES) else {
                 continue;
-            }
+            };
             if !slices_listed && !self.slices_of.contains_key(&key) {
                 self.no_slices_yet.insert(key);
                 continue;
             }
             self.no_slices_yet.remove(&key);
-            if let Some(service) = self.services.get(&key) {
-                machine.add_table_first(service, &self.slices_for(&key));
-                added = true;
-            }
+            machine.add_table_first(service, &self.slices_for(&key));
+            added = true;
         }
         if added {
             machine.start_additions(now);
